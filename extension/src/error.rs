@@ -1,0 +1,175 @@
+//! The one error type of the crate.
+//!
+//! Every failure oplite reports to SQLite goes through [`OpliteError`]: each
+//! variant says what went wrong, names the input at fault, and maps to a
+//! SQLite result code with [`OpliteError::code`]. Errors raised by SQLite
+//! itself keep their extended code, so a host can still tell a retryable
+//! `SQLITE_BUSY` from a full disk.
+
+use std::ffi::c_int;
+use std::fmt;
+
+use rusqlite::ffi;
+
+/// Everything that can go wrong inside oplite.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OpliteError {
+    /// A function that changes state was called outside a transaction.
+    /// Maps to `SQLITE_MISUSE`.
+    NotInTransaction {
+        /// The SQL function that was called.
+        function: &'static str,
+    },
+    /// A function was called in a state where it cannot run, for example a
+    /// sync line with no active sync iteration. Maps to `SQLITE_MISUSE`.
+    Misuse {
+        /// What was called.
+        function: &'static str,
+        /// Why it cannot run now.
+        reason: String,
+    },
+    /// An argument had the wrong type or value. Maps to `SQLITE_MISMATCH`
+    /// for wrong types and `SQLITE_ERROR` otherwise.
+    InvalidArgument {
+        /// The SQL function that was called.
+        function: &'static str,
+        /// Which argument, and what was wrong with it.
+        message: String,
+        /// True when the argument had the wrong SQLite type.
+        type_mismatch: bool,
+    },
+    /// Input from the server or the app could not be decoded (JSON or BSON).
+    /// Maps to `SQLITE_ERROR`.
+    Malformed {
+        /// What was being decoded, e.g. "sync line" or "schema".
+        what: &'static str,
+        /// The decoder's explanation, with position where known.
+        message: String,
+    },
+    /// The database's internal schema is newer than this build and records
+    /// no way down, or is otherwise unusable. Maps to `SQLITE_SCHEMA`.
+    SchemaVersion {
+        /// The version found in `ps_migration`.
+        found: i64,
+        /// The newest version this build knows.
+        latest: i64,
+        /// What is missing.
+        message: String,
+    },
+    /// SQLite failed while oplite ran a statement. Keeps SQLite's extended
+    /// result code and the context oplite was in.
+    Sqlite {
+        /// What oplite was doing, e.g. "applying migration 1".
+        context: String,
+        /// The error SQLite returned.
+        source: rusqlite::Error,
+    },
+    /// A bug in oplite: an invariant did not hold, or a panic was caught at
+    /// the FFI boundary. Maps to `SQLITE_INTERNAL`.
+    Internal(String),
+}
+
+/// The crate's result type.
+pub type Result<T, E = OpliteError> = std::result::Result<T, E>;
+
+impl OpliteError {
+    /// The SQLite (extended) result code this error reports to the host.
+    pub fn code(&self) -> c_int {
+        match self {
+            OpliteError::NotInTransaction { .. } | OpliteError::Misuse { .. } => ffi::SQLITE_MISUSE,
+            OpliteError::InvalidArgument { type_mismatch: true, .. } => ffi::SQLITE_MISMATCH,
+            OpliteError::InvalidArgument { .. } | OpliteError::Malformed { .. } => ffi::SQLITE_ERROR,
+            OpliteError::SchemaVersion { .. } => ffi::SQLITE_SCHEMA,
+            OpliteError::Sqlite { source, .. } => match source {
+                rusqlite::Error::SqliteFailure(e, _) => e.extended_code,
+                _ => ffi::SQLITE_ERROR,
+            },
+            OpliteError::Internal(_) => ffi::SQLITE_INTERNAL,
+        }
+    }
+
+    /// Wraps a SQLite error with what oplite was doing when it happened.
+    pub fn sqlite(context: impl Into<String>, source: rusqlite::Error) -> Self {
+        OpliteError::Sqlite { context: context.into(), source }
+    }
+
+    /// True for errors a host may retry as they are (`SQLITE_BUSY`,
+    /// `SQLITE_LOCKED`).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self.code() & 0xff, ffi::SQLITE_BUSY | ffi::SQLITE_LOCKED)
+    }
+}
+
+impl fmt::Display for OpliteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpliteError::NotInTransaction { function } => {
+                write!(f, "{function}() must be called inside a transaction (BEGIN ... COMMIT)")
+            }
+            OpliteError::Misuse { function, reason } => write!(f, "{function}(): {reason}"),
+            OpliteError::InvalidArgument { function, message, .. } => {
+                write!(f, "{function}(): {message}")
+            }
+            OpliteError::Malformed { what, message } => write!(f, "malformed {what}: {message}"),
+            OpliteError::SchemaVersion { found, latest, message } => write!(
+                f,
+                "internal schema version {found} cannot be used by this build (latest {latest}): {message}"
+            ),
+            OpliteError::Sqlite { context, source } => write!(f, "{context}: {source}"),
+            OpliteError::Internal(message) => write!(f, "internal error in oplite: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for OpliteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OpliteError::Sqlite { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Adds context to SQLite results: `stmt.execute(..).context("storing op")?`.
+pub trait SqliteResultExt<T> {
+    /// Converts a rusqlite error into [`OpliteError::Sqlite`] with `context`.
+    fn context(self, context: &str) -> Result<T>;
+}
+
+impl<T> SqliteResultExt<T> for std::result::Result<T, rusqlite::Error> {
+    fn context(self, context: &str) -> Result<T> {
+        self.map_err(|e| OpliteError::sqlite(context, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_follow_the_variant() {
+        assert_eq!(OpliteError::NotInTransaction { function: "powersync_init" }.code(), ffi::SQLITE_MISUSE);
+        assert_eq!(OpliteError::Internal("x".into()).code(), ffi::SQLITE_INTERNAL);
+        let busy = rusqlite::Error::SqliteFailure(
+            ffi::Error { code: ffi::ErrorCode::DatabaseBusy, extended_code: ffi::SQLITE_BUSY_SNAPSHOT },
+            None,
+        );
+        let err = OpliteError::sqlite("applying", busy);
+        assert_eq!(err.code(), ffi::SQLITE_BUSY_SNAPSHOT);
+        assert!(err.is_retryable());
+        assert!(!OpliteError::Internal("x".into()).is_retryable());
+    }
+
+    #[test]
+    fn messages_name_the_input() {
+        let err = OpliteError::InvalidArgument {
+            function: "powersync_control",
+            message: "unknown operation 'bogus'".into(),
+            type_mismatch: false,
+        };
+        assert_eq!(err.to_string(), "powersync_control(): unknown operation 'bogus'");
+        let err = OpliteError::NotInTransaction { function: "powersync_init" };
+        assert!(err.to_string().contains("powersync_init() must be called inside a transaction"));
+    }
+}

@@ -1,0 +1,67 @@
+//! oplite: an offline-first client sync engine for SQLite.
+//!
+//! oplite is a SQLite extension. It keeps a local database in sync with a
+//! server speaking the PowerSync protocol, and exposes the SQL surface of the
+//! PowerSync core so the PowerSync SDKs can load it in its place. The
+//! contract it implements is `shared/spec/PROTOCOL.md`.
+//!
+//! # Layout
+//!
+//! - [`sqlite`]: the only module with `unsafe` code: entry points, function
+//!   registration, values crossing the C boundary.
+//! - [`error`]: the crate's error enum and its mapping to SQLite codes.
+//! - [`migrations`]: the internal schema (`sql/migrations/*.sql`).
+//! - [`functions`]: the SQL functions, one module per concern, each with a
+//!   `register` function called from [`register`].
+//!
+//! # Builds
+//!
+//! | feature | artefact | SQLite |
+//! |---|---|---|
+//! | `loadable` (default) | `liboplite.so` for `load_extension` | the host's, through its routine table |
+//! | `static` | static library; `oplite_auto_extension()` | linked directly |
+//! | `bundled` | tests, benchmarks, the CLI | compiled in |
+//!
+//! # Panics
+//!
+//! Native builds unwind and catch every panic where SQLite calls into Rust
+//! (see [`sqlite`]); a panic becomes an `SQLITE_INTERNAL` error. WASM builds
+//! abort.
+
+pub mod error;
+pub mod functions;
+pub mod migrations;
+pub mod sqlite;
+
+use rusqlite::Connection;
+
+pub use error::{OpliteError, Result};
+
+/// The oldest SQLite oplite runs on (3.44.0, as the reference core).
+pub const MIN_SQLITE_VERSION: i32 = 3_044_000;
+
+/// Registers everything oplite offers on a connection. Called by the entry
+/// points; safe to call again (registrations are replaced).
+pub fn register(db: &Connection) -> Result<()> {
+    let version = sqlite::sqlite_version_number();
+    if version < MIN_SQLITE_VERSION {
+        return Err(OpliteError::Misuse {
+            function: "sqlite3_oplite_init",
+            reason: format!("SQLite {version} is too old; oplite needs {MIN_SQLITE_VERSION} or newer"),
+        });
+    }
+    functions::register(db)
+}
+
+/// Registers oplite for every connection opened from now on, in builds that
+/// link SQLite directly. Returns an error if SQLite refuses.
+#[cfg(not(feature = "loadable"))]
+pub fn register_auto_extension() -> Result<()> {
+    match sqlite::oplite_auto_extension() {
+        rusqlite::ffi::SQLITE_OK => Ok(()),
+        rc => Err(OpliteError::sqlite(
+            "registering oplite with sqlite3_auto_extension",
+            rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rc), None),
+        )),
+    }
+}

@@ -1,0 +1,327 @@
+//! The thin unsafe boundary between oplite and SQLite's C API.
+//!
+//! Everything above this module uses safe types: a [`rusqlite::Connection`]
+//! for statements, [`ValueRef`] for arguments and [`Value`] for results.
+//! Raw pointers, `extern "C"` callbacks and the entry points live here and
+//! nowhere else.
+//!
+//! Why not rusqlite's own `create_scalar_function`? It reports every error as
+//! `SQLITE_ERROR` (it sets the code before the message, and SQLite resets the
+//! code when the message is set), but the protocol needs `SQLITE_MISUSE` for
+//! calls outside a transaction, and hosts need `SQLITE_BUSY` to stay
+//! `SQLITE_BUSY`. Registering through `sqlite3_create_function_v2` ourselves
+//! costs forty lines and keeps the codes right.
+//!
+//! Panics: native builds unwind (`panic = "unwind"`), and every callback
+//! below runs its Rust body inside `catch_unwind`, turning a panic into an
+//! `SQLITE_INTERNAL` error with the panic message. A panic therefore never
+//! crosses into C. WASM builds abort instead (the target's default), which
+//! traps the module rather than unwinding through JavaScript.
+
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rusqlite::ffi;
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::Connection;
+
+use crate::error::{OpliteError, Result};
+
+/// The body of a scalar SQL function: the connection it runs on and its
+/// arguments in, a value or an error out.
+pub type ScalarBody = dyn Fn(&Connection, &[ValueRef<'_>]) -> Result<Value>;
+
+/// How a function behaves, for SQLite's planner and its security checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purity {
+    /// Same arguments, same result, no side effects (`SQLITE_DETERMINISTIC`).
+    Deterministic,
+    /// Reads or changes state, or is random.
+    Volatile,
+}
+
+struct RegisteredFunction {
+    name: &'static str,
+    body: Box<ScalarBody>,
+}
+
+/// Registers a scalar function on `db`. `n_args` of -1 accepts any number.
+pub fn register_scalar(
+    db: &Connection,
+    name: &'static str,
+    n_args: c_int,
+    purity: Purity,
+    body: Box<ScalarBody>,
+) -> Result<()> {
+    let c_name = CString::new(name).map_err(|_| OpliteError::Internal(format!("function name {name:?}")))?;
+    let mut flags = ffi::SQLITE_UTF8;
+    if purity == Purity::Deterministic {
+        flags |= ffi::SQLITE_DETERMINISTIC;
+    }
+    let user_data = Box::into_raw(Box::new(RegisteredFunction { name, body }));
+    // SAFETY: `db.handle()` is a live connection; SQLite owns `user_data`
+    // from here on and frees it through `destroy_function`, also when
+    // registration fails.
+    let rc = unsafe {
+        ffi::sqlite3_create_function_v2(
+            db.handle(),
+            c_name.as_ptr(),
+            n_args,
+            flags,
+            user_data.cast::<c_void>(),
+            Some(call_function),
+            None,
+            None,
+            Some(destroy_function),
+        )
+    };
+    if rc != ffi::SQLITE_OK {
+        return Err(OpliteError::sqlite(
+            format!("registering {name}()"),
+            rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None),
+        ));
+    }
+    Ok(())
+}
+
+unsafe extern "C" fn destroy_function(user_data: *mut c_void) {
+    // SAFETY: created by Box::into_raw in register_scalar; SQLite calls this
+    // exactly once.
+    drop(unsafe { Box::from_raw(user_data.cast::<RegisteredFunction>()) });
+}
+
+unsafe extern "C" fn call_function(ctx: *mut ffi::sqlite3_context, argc: c_int, argv: *mut *mut ffi::sqlite3_value) {
+    // SAFETY: SQLite passes the pointer given at registration, valid until
+    // destroy_function runs.
+    let function = unsafe { &*ffi::sqlite3_user_data(ctx).cast::<RegisteredFunction>() };
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: argv holds argc values that live for this call.
+        let args: Vec<ValueRef<'_>> = (0..argc.max(0) as usize)
+            .map(|i| unsafe { value_ref(*argv.add(i)) })
+            .collect();
+        // SAFETY: the context's connection is open while its function runs.
+        // The non-owning Connection is dropped before we return.
+        let db = unsafe { Connection::from_handle(ffi::sqlite3_context_db_handle(ctx)) }
+            .map_err(|e| OpliteError::sqlite("opening connection handle", e))?;
+        (function.body)(&db, &args)
+    }));
+    let result = outcome.unwrap_or_else(|panic| Err(panic_error(function.name, panic)));
+    // SAFETY: ctx is the live context of this call.
+    unsafe {
+        match result {
+            Ok(value) => set_result(ctx, value),
+            Err(err) => set_error(ctx, &err),
+        }
+    }
+}
+
+fn panic_error(name: &str, panic: Box<dyn std::any::Any + Send>) -> OpliteError {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    OpliteError::Internal(format!("panic in {name}(): {message}"))
+}
+
+/// Reads a `sqlite3_value` without copying its text or blob.
+///
+/// SAFETY: `value` must be a valid protected value for the lifetime `'a`.
+unsafe fn value_ref<'a>(value: *mut ffi::sqlite3_value) -> ValueRef<'a> {
+    unsafe {
+        match ffi::sqlite3_value_type(value) {
+            ffi::SQLITE_INTEGER => ValueRef::Integer(ffi::sqlite3_value_int64(value)),
+            ffi::SQLITE_FLOAT => ValueRef::Real(ffi::sqlite3_value_double(value)),
+            ffi::SQLITE_TEXT => {
+                let text = ffi::sqlite3_value_text(value);
+                let len = ffi::sqlite3_value_bytes(value);
+                if text.is_null() || len <= 0 {
+                    ValueRef::Text(&[])
+                } else {
+                    ValueRef::Text(std::slice::from_raw_parts(text, len as usize))
+                }
+            }
+            ffi::SQLITE_BLOB => {
+                let blob = ffi::sqlite3_value_blob(value);
+                let len = ffi::sqlite3_value_bytes(value);
+                if blob.is_null() || len <= 0 {
+                    ValueRef::Blob(&[])
+                } else {
+                    ValueRef::Blob(std::slice::from_raw_parts(blob.cast::<u8>(), len as usize))
+                }
+            }
+            _ => ValueRef::Null,
+        }
+    }
+}
+
+unsafe fn set_result(ctx: *mut ffi::sqlite3_context, value: Value) {
+    unsafe {
+        match value {
+            Value::Null => ffi::sqlite3_result_null(ctx),
+            Value::Integer(i) => ffi::sqlite3_result_int64(ctx, i),
+            Value::Real(r) => ffi::sqlite3_result_double(ctx, r),
+            Value::Text(s) => ffi::sqlite3_result_text64(
+                ctx,
+                s.as_ptr().cast::<c_char>(),
+                s.len() as u64,
+                ffi::SQLITE_TRANSIENT(),
+                ffi::SQLITE_UTF8 as u8,
+            ),
+            Value::Blob(b) => {
+                ffi::sqlite3_result_blob64(ctx, b.as_ptr().cast::<c_void>(), b.len() as u64, ffi::SQLITE_TRANSIENT())
+            }
+        }
+    }
+}
+
+/// Sets the message first and the code second: `sqlite3_result_error`
+/// resets the code to `SQLITE_ERROR`, `sqlite3_result_error_code` keeps the
+/// message.
+unsafe fn set_error(ctx: *mut ffi::sqlite3_context, err: &OpliteError) {
+    let message = err.to_string();
+    unsafe {
+        ffi::sqlite3_result_error(ctx, message.as_ptr().cast::<c_char>(), message.len() as c_int);
+        ffi::sqlite3_result_error_code(ctx, err.code());
+    }
+}
+
+/// Fills `buf` with SQLite's pseudo-random bytes (seeded by the VFS, so it
+/// works the same natively and in the browser).
+pub fn random_bytes(buf: &mut [u8]) {
+    // SAFETY: writes exactly buf.len() bytes into buf.
+    unsafe { ffi::sqlite3_randomness(buf.len() as c_int, buf.as_mut_ptr().cast::<c_void>()) }
+}
+
+/// The SQLite library version number of the running SQLite, e.g. 3045003.
+pub fn sqlite_version_number() -> c_int {
+    // SAFETY: no arguments, no state.
+    unsafe { ffi::sqlite3_libversion_number() }
+}
+
+// ---------------------------------------------------------------------------
+// Entry points.
+
+/// Runs the extension's set-up on a new connection and reports failure in
+/// SQLite's way: an error code and a message allocated with sqlite3_malloc.
+unsafe fn init_connection(db: *mut ffi::sqlite3, pz_err_msg: *mut *mut c_char) -> c_int {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: SQLite hands the entry point an open connection.
+        let conn = unsafe { Connection::from_handle(db) }.map_err(|e| OpliteError::sqlite("opening connection", e))?;
+        crate::register(&conn)
+    }));
+    let result = outcome.unwrap_or_else(|panic| Err(panic_error("sqlite3_oplite_init", panic)));
+    match result {
+        Ok(()) => ffi::SQLITE_OK,
+        Err(err) => {
+            // SAFETY: pz_err_msg is either null or SQLite's out-pointer.
+            unsafe { write_error_message(pz_err_msg, &err.to_string()) };
+            err.code()
+        }
+    }
+}
+
+unsafe fn write_error_message(pz_err_msg: *mut *mut c_char, message: &str) {
+    if pz_err_msg.is_null() {
+        return;
+    }
+    unsafe {
+        let buf = ffi::sqlite3_malloc64(message.len() as u64 + 1).cast::<u8>();
+        if buf.is_null() {
+            return;
+        }
+        std::ptr::copy_nonoverlapping(message.as_ptr(), buf, message.len());
+        *buf.add(message.len()) = 0;
+        *pz_err_msg = buf.cast::<c_char>();
+    }
+}
+
+#[cfg(feature = "loadable")]
+unsafe fn entry_point(db: *mut ffi::sqlite3, pz_err_msg: *mut *mut c_char, p_api: *mut ffi::sqlite3_api_routines) -> c_int {
+    if p_api.is_null() {
+        return ffi::SQLITE_ERROR;
+    }
+    // SAFETY: p_api is the host's routine table; it outlives the extension.
+    let init = catch_unwind(AssertUnwindSafe(|| unsafe { ffi::rusqlite_extension_init2(p_api) }));
+    match init {
+        Ok(Ok(())) => unsafe { init_connection(db, pz_err_msg) },
+        failed => {
+            let reason = match failed {
+                Ok(Err(err)) => err.to_string(),
+                _ => "the SQLite routine table could not be read".to_owned(),
+            };
+            let version = unsafe { (*p_api).libversion_number.map(|f| f()).unwrap_or(0) };
+            let message = format!(
+                "oplite cannot load into SQLite {version}: {reason} (oplite's loadable build needs SQLite {} or newer)",
+                ffi::SQLITE_VERSION_NUMBER
+            );
+            // The routine table was not installed, so allocate the message
+            // with the host's own sqlite3_malloc from it.
+            unsafe {
+                if let (false, Some(malloc)) = (pz_err_msg.is_null(), (*p_api).malloc) {
+                    let buf = malloc(message.len() as c_int + 1).cast::<u8>();
+                    if !buf.is_null() {
+                        std::ptr::copy_nonoverlapping(message.as_ptr(), buf, message.len());
+                        *buf.add(message.len()) = 0;
+                        *pz_err_msg = buf.cast::<c_char>();
+                    }
+                }
+            }
+            ffi::SQLITE_ERROR
+        }
+    }
+}
+
+#[cfg(not(feature = "loadable"))]
+unsafe fn entry_point(db: *mut ffi::sqlite3, pz_err_msg: *mut *mut c_char, _p_api: *mut ffi::sqlite3_api_routines) -> c_int {
+    // Linked directly against the host's SQLite: the routine table is not
+    // needed (and is null when SQLite was built without extension loading).
+    unsafe { init_connection(db, pz_err_msg) }
+}
+
+/// oplite's own entry point, for `load_extension('liboplite', 'sqlite3_oplite_init')`.
+///
+/// # Safety
+/// Called by SQLite with an open connection and its routine table.
+#[no_mangle]
+pub unsafe extern "C" fn sqlite3_oplite_init(
+    db: *mut ffi::sqlite3,
+    pz_err_msg: *mut *mut c_char,
+    p_api: *mut ffi::sqlite3_api_routines,
+) -> c_int {
+    unsafe { entry_point(db, pz_err_msg, p_api) }
+}
+
+/// The entry point the PowerSync SDKs hard-code. Registers the same functions.
+///
+/// # Safety
+/// Called by SQLite with an open connection and its routine table.
+#[no_mangle]
+pub unsafe extern "C" fn sqlite3_powersync_init(
+    db: *mut ffi::sqlite3,
+    pz_err_msg: *mut *mut c_char,
+    p_api: *mut ffi::sqlite3_api_routines,
+) -> c_int {
+    unsafe { entry_point(db, pz_err_msg, p_api) }
+}
+
+#[cfg(not(feature = "loadable"))]
+unsafe extern "C" fn auto_entry_point(
+    db: *mut ffi::sqlite3,
+    pz_err_msg: *mut *mut c_char,
+    p_api: *const ffi::sqlite3_api_routines,
+) -> c_int {
+    unsafe { entry_point(db, pz_err_msg, p_api.cast_mut()) }
+}
+
+/// Registers oplite with `sqlite3_auto_extension`, so every connection the
+/// host opens from now on has it. For builds that link SQLite directly
+/// (static libraries for Android and iOS, WASM, tests). Returns a SQLite
+/// result code.
+#[cfg(not(feature = "loadable"))]
+#[no_mangle]
+pub extern "C" fn oplite_auto_extension() -> c_int {
+    // SAFETY: registers a function pointer with SQLite's global list;
+    // registering the same pointer twice is a no-op.
+    unsafe { ffi::sqlite3_auto_extension(Some(auto_entry_point)) }
+}

@@ -1,0 +1,90 @@
+//! Shared set-up for the integration tests: connections with oplite
+//! registered directly, loaded from the built .so, or with the reference
+//! core loaded instead.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use rusqlite::{Connection, LoadExtensionGuard};
+
+/// A fresh in-memory database with oplite registered from the rlib.
+pub fn oplite() -> Connection {
+    let db = Connection::open_in_memory().unwrap();
+    oplite::register(&db).unwrap();
+    db
+}
+
+/// A fresh in-memory database with oplite registered and initialised.
+pub fn oplite_initialised() -> Connection {
+    let db = oplite();
+    init(&db);
+    db
+}
+
+/// Runs `powersync_init()` in a transaction.
+pub fn init(db: &Connection) {
+    db.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").unwrap();
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The loadable build of oplite (`cargo build --release`), or $OPLITE_SO.
+pub fn oplite_so() -> PathBuf {
+    let path = std::env::var_os("OPLITE_SO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/release/liboplite.so"));
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build --release` first (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// The reference core, fetched by ../shared/tools/reference-core.sh
+/// (or $REFERENCE_CORE).
+pub fn reference_so() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        if let Some(path) = std::env::var_os("REFERENCE_CORE") {
+            return PathBuf::from(path);
+        }
+        let script = repo_root().join("../shared/tools/reference-core.sh");
+        let out = Command::new("bash").arg(&script).output().expect("running reference-core.sh");
+        assert!(
+            out.status.success(),
+            "{} failed: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    })
+    .clone()
+}
+
+/// Loads a SQLite extension from `path` with `entry` into `db`.
+pub fn load(db: &Connection, path: &PathBuf, entry: &str) -> rusqlite::Result<()> {
+    unsafe {
+        let _guard = LoadExtensionGuard::new(db)?;
+        db.load_extension(path, Some(entry))
+    }
+}
+
+/// A fresh in-memory database with only the reference core loaded.
+pub fn reference() -> Connection {
+    let db = Connection::open_in_memory().unwrap();
+    load(&db, &reference_so(), "sqlite3_powersync_init").unwrap();
+    db
+}
+
+/// The SQLite extended error code of a failed call.
+pub fn error_code(err: &rusqlite::Error) -> i32 {
+    match err {
+        rusqlite::Error::SqliteFailure(e, _) => e.extended_code,
+        other => panic!("not a SQLite failure: {other:?}"),
+    }
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs every test of oplite on this machine, installing what they need first.
+# This is the README's test command and what .ci/run runs.
+#   scripts/test.sh            # everything
+#   OPLITE_SKIP_WASM=1 scripts/test.sh   # skip the wasm32 build check
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+step() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - start)); }
+
+step "checking tools"
+command -v cargo >/dev/null || { echo "cargo is required (rustup's stable toolchain)"; exit 1; }
+command -v npm >/dev/null || { echo "npm is required to fetch the reference core"; exit 1; }
+cargo --version
+
+step "fetching the reference core"
+REFERENCE_CORE=$(bash ../shared/tools/reference-core.sh)
+export REFERENCE_CORE
+echo "$REFERENCE_CORE"
+
+step "building the loadable extension (cargo build --release)"
+cargo build --release -p oplite
+export OPLITE_SO=$PWD/target/release/liboplite.so
+nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_powersync_init$'
+nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_oplite_init$'
+
+step "unit and integration tests"
+
+cargo test-ext
+
+if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
+  step "building the extension for wasm32-unknown-unknown"
+  bash scripts/build-wasm.sh oplite --no-default-features --features static
+fi
+
+step "done"
