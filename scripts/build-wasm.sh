@@ -51,17 +51,17 @@ env \
         "$@" >"$json"
 echo "[build-wasm] build finished in $((SECONDS - start))s"
 
-# Top-level artefacts: filenames of compiler-artifact messages that are not
-# under deps/ or build/ (i.e. the uplifted .wasm/.a/.rlib/... of the package).
+# Top-level artefacts: files named by compiler-artifact messages that sit
+# directly in target/wasm/<target>/<profile>/ (not in deps/, build/, ...).
 echo "[build-wasm] artefacts:"
-grep '"reason":"compiler-artifact"' "$json" \
-    | grep -o '"filenames":\[[^]]*\]' \
+{ grep '"reason":"compiler-artifact"' "$json" || true; } \
+    | { grep -o '"filenames":\[[^]]*\]' || true; } \
     | sed -e 's/^"filenames":\[//' -e 's/\]$//' \
     | tr ',' '\n' \
     | sed -e 's/^"//' -e 's/"$//' \
-    | grep -v -e '^$' -e '/deps/' -e '/build/' \
     | sort -u \
     | while IFS= read -r f; do
+        [[ -n "$f" && "$(dirname "$(dirname "$f")")" == "$TARGET_DIR/$TARGET" ]] || continue
         if [[ -e "$f" ]]; then
             printf '  %s (%s bytes)\n' "$f" "$(stat -c %s "$f")"
         else

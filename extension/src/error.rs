@@ -47,6 +47,12 @@ pub enum OpliteError {
         /// The decoder's explanation, with position where known.
         message: String,
     },
+    /// The sync stream broke the protocol: an undecodable line, or a line
+    /// that makes no sense in the current state. Maps to `SQLITE_ABORT`.
+    Protocol {
+        /// What was wrong, naming the line or field.
+        message: String,
+    },
     /// The database's internal schema is newer than this build and records
     /// no way down, or is otherwise unusable. Maps to `SQLITE_SCHEMA`.
     SchemaVersion {
@@ -80,6 +86,7 @@ impl OpliteError {
             OpliteError::NotInTransaction { .. } | OpliteError::Misuse { .. } => ffi::SQLITE_MISUSE,
             OpliteError::InvalidArgument { type_mismatch: true, .. } => ffi::SQLITE_MISMATCH,
             OpliteError::InvalidArgument { .. } | OpliteError::Malformed { .. } => ffi::SQLITE_ERROR,
+            OpliteError::Protocol { .. } => ffi::SQLITE_ABORT,
             OpliteError::SchemaVersion { .. } => ffi::SQLITE_SCHEMA,
             OpliteError::Sqlite { source, .. } => match source {
                 rusqlite::Error::SqliteFailure(e, _) => e.extended_code,
@@ -112,6 +119,7 @@ impl fmt::Display for OpliteError {
                 write!(f, "{function}(): {message}")
             }
             OpliteError::Malformed { what, message } => write!(f, "malformed {what}: {message}"),
+            OpliteError::Protocol { message } => write!(f, "sync protocol error: {message}"),
             OpliteError::SchemaVersion { found, latest, message } => write!(
                 f,
                 "internal schema version {found} cannot be used by this build (latest {latest}): {message}"

@@ -28,10 +28,13 @@
 //! (see [`sqlite`]); a panic becomes an `SQLITE_INTERNAL` error. WASM builds
 //! abort.
 
+pub mod bson;
 pub mod error;
 pub mod functions;
 pub mod migrations;
 pub mod sqlite;
+pub mod sync;
+pub mod sync_local;
 
 use rusqlite::Connection;
 

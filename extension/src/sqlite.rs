@@ -38,6 +38,10 @@ pub enum Purity {
     Deterministic,
     /// Reads or changes state, or is random.
     Volatile,
+    /// Changes sync state: callable only from top-level SQL, never from a
+    /// trigger or view (`SQLITE_DIRECTONLY`), so a crafted schema cannot
+    /// drive it.
+    DirectOnly,
 }
 
 struct RegisteredFunction {
@@ -55,8 +59,10 @@ pub fn register_scalar(
 ) -> Result<()> {
     let c_name = CString::new(name).map_err(|_| OpliteError::Internal(format!("function name {name:?}")))?;
     let mut flags = ffi::SQLITE_UTF8;
-    if purity == Purity::Deterministic {
-        flags |= ffi::SQLITE_DETERMINISTIC;
+    match purity {
+        Purity::Deterministic => flags |= ffi::SQLITE_DETERMINISTIC,
+        Purity::DirectOnly => flags |= ffi::SQLITE_DIRECTONLY,
+        Purity::Volatile => {}
     }
     let user_data = Box::into_raw(Box::new(RegisteredFunction { name, body }));
     // SAFETY: `db.handle()` is a live connection; SQLite owns `user_data`

@@ -54,7 +54,7 @@ CREATE TABLE ps_untyped(type TEXT NOT NULL, id TEXT NOT NULL, data TEXT, PRIMARY
 -- Last successful sync per priority; 2147483647 marks a full sync.
 CREATE TABLE ps_sync_state(
   priority INTEGER NOT NULL PRIMARY KEY,
-  last_synced_at TEXT NOT NULL
+  last_synced_at INTEGER NOT NULL
 ) STRICT;
 
 CREATE TABLE ps_stream_subscriptions(

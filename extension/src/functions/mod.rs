@@ -12,12 +12,14 @@ use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
 use crate::error::{OpliteError, Result};
+pub use ids::client_id;
 
 /// Registers every SQL function on `db`.
 pub fn register(db: &Connection) -> Result<()> {
     version::register(db)?;
     ids::register(db)?;
     init::register(db)?;
+    crate::sync::register(db)?;
     Ok(())
 }
 

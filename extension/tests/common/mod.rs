@@ -3,6 +3,8 @@
 //! core loaded instead.
 #![allow(dead_code)]
 
+pub mod diff;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;

@@ -1,0 +1,555 @@
+//! The sync client: a state machine that turns `powersync_control` events
+//! into storage operations and instructions for the host.
+//!
+//! State that lives between calls (the current iteration, its checkpoint,
+//! the last status sent) is held here, per connection, outside the database,
+//! as in the reference core. Rules that are not obvious from PROTOCOL.md were
+//! observed on the reference core and are noted where they apply.
+//!
+//! One deliberate difference: a malformed line returns an error but leaves
+//! the iteration (and the database) as they were before the line, instead of
+//! ending the iteration. Lines are fully decoded before anything is written.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::Connection;
+use serde_json::Value as JsonValue;
+
+use super::instruction::{
+    BucketRequest, CompletedSync, Instruction, Severity, StreamRequest, StreamsRequest,
+};
+use super::line::{BucketChecksum, SyncLine};
+use super::status::{BucketProgress, DownloadProgress, SyncStatus, FULL_SYNC_PRIORITY};
+use super::storage::{self, Counters};
+use crate::error::{OpliteError, Result, SqliteResultExt};
+use crate::sync_local::{self, Scope};
+
+/// `ps_kv` key: the write checkpoint the client waits for (i64::MAX while
+/// uploads are pending and the host has not set one).
+pub const TARGET_KEY: &str = "target_checkpoint_request_id";
+/// `ps_kv` key: the write checkpoint of the last validated checkpoint.
+pub const LAST_SEEN_KEY: &str = "last_seen_checkpoint_request_id";
+/// `ps_kv` key: the write checkpoint of the last applied checkpoint.
+pub const LAST_APPLIED_KEY: &str = "last_applied_checkpoint_request_id";
+
+/// The checkpoint being downloaded.
+#[derive(Debug, Clone)]
+struct TargetCheckpoint {
+    last_op_id: i64,
+    write_checkpoint: Option<i64>,
+    buckets: Vec<BucketChecksum<'static>>,
+}
+
+/// One connection of the host to the sync stream, from `start` to its end.
+#[derive(Debug)]
+struct Iteration {
+    status: SyncStatus,
+    checkpoint: Option<TargetCheckpoint>,
+    /// A validated full checkpoint that local data kept from being applied.
+    pending_apply: bool,
+    /// Buckets a new checkpoint may delete: those stored when the iteration
+    /// started and those named by its checkpoints.
+    deletable: HashSet<String>,
+    counters: HashMap<String, Counters>,
+}
+
+/// Per-connection sync state.
+#[derive(Debug, Default)]
+pub struct SyncClient {
+    iteration: Option<Iteration>,
+    last_emitted: Option<SyncStatus>,
+}
+
+/// What a `powersync_control` call returns.
+pub enum ControlResult {
+    /// A JSON array of instructions.
+    Instructions(Vec<Instruction>),
+    /// A plain value (the checkpoint-request ops).
+    Value(Option<i64>),
+}
+
+fn no_iteration() -> OpliteError {
+    OpliteError::Misuse { function: "powersync_control", reason: "invalid state: No iteration is active".into() }
+}
+
+impl SyncClient {
+    /// Handles one event.
+    pub fn control(&mut self, db: &Connection, op: &str, payload: Payload<'_>) -> Result<ControlResult> {
+        let mut out = Vec::new();
+        match op {
+            "start" => self.start(db, payload, &mut out)?,
+            "stop" => self.stop(db, &mut out)?,
+            "line_text" => {
+                let text = payload.text("line_text")?;
+                let line = super::line::parse_text(text).map_err(protocol_error("text"))?;
+                self.line(db, line, text.len(), &mut out)?;
+            }
+            "line_binary" => {
+                let bytes = payload.bytes("line_binary")?;
+                let line = super::line::parse_binary(bytes).map_err(protocol_error("binary"))?;
+                self.line(db, line, bytes.len(), &mut out)?;
+            }
+            "connection" => match payload.text("connection")? {
+                "established" => {
+                    let iteration = self.iteration.as_mut().ok_or_else(no_iteration)?;
+                    iteration.status.connected = true;
+                    iteration.status.connecting = false;
+                    self.emit_status(&mut out);
+                }
+                "end" => {
+                    self.iteration.as_ref().ok_or_else(no_iteration)?;
+                    self.stop(db, &mut out)?;
+                }
+                other => {
+                    return Err(invalid_argument(format!("unknown connection event {other:?}")));
+                }
+            },
+            "refreshed_token" => {
+                self.iteration.take().ok_or_else(no_iteration)?;
+                out.push(Instruction::CloseSyncStream { hide_disconnect: true });
+            }
+            "completed_upload" => self.completed_upload(db, &mut out)?,
+            "target_checkpoint_request_id" => {
+                let previous = storage::kv_int(db, TARGET_KEY)?;
+                if let Some(target) = payload.optional_int(
+                    "target checkpoint request id must be an integer, integer string, or null",
+                )? {
+                    storage::set_kv_int(db, TARGET_KEY, target)?;
+                }
+                return Ok(ControlResult::Value(previous));
+            }
+            "update_subscriptions" | "subscriptions" => {}
+            other => return Err(invalid_argument(format!("unknown operation {other:?}"))),
+        }
+        Ok(ControlResult::Instructions(out))
+    }
+
+    fn start(&mut self, db: &Connection, payload: Payload<'_>, out: &mut Vec<Instruction>) -> Result<()> {
+        let options: JsonValue = match payload.optional_text("start")? {
+            Some(text) => serde_json::from_str(text).map_err(|e| OpliteError::InvalidArgument {
+                function: "powersync_control",
+                message: format!("start payload is not valid JSON: {e}"),
+                type_mismatch: false,
+            })?,
+            None => JsonValue::Null,
+        };
+        let status = SyncStatus {
+            connecting: true,
+            priority_status: storage::sync_state(db)?,
+            ..Default::default()
+        };
+        let buckets = storage::requested_buckets(db)?
+            .into_iter()
+            .map(|(name, after)| BucketRequest { name, after: after.to_string() })
+            .collect();
+        let request = StreamRequest {
+            buckets,
+            include_checksum: true,
+            raw_data: true,
+            binary_data: true,
+            client_id: crate::functions::client_id(db)?,
+            parameters: options.get("parameters").cloned().unwrap_or(JsonValue::Null),
+            streams: StreamsRequest {
+                include_defaults: options.get("include_defaults").and_then(JsonValue::as_bool).unwrap_or(true),
+                subscriptions: Vec::new(),
+            },
+            app_metadata: options.get("app_metadata").cloned(),
+        };
+        self.iteration = Some(Iteration {
+            status,
+            checkpoint: None,
+            pending_apply: false,
+            deletable: storage::bucket_names(db)?.into_iter().collect(),
+            counters: storage::counters(db)?,
+        });
+        // A start always reports its status, even when unchanged.
+        self.last_emitted = None;
+        self.emit_status(out);
+        out.push(Instruction::EstablishSyncStream { request });
+        Ok(())
+    }
+
+    fn stop(&mut self, db: &Connection, out: &mut Vec<Instruction>) -> Result<()> {
+        if self.iteration.take().is_none() {
+            return Ok(());
+        }
+        let status = SyncStatus { priority_status: storage::sync_state(db)?, ..Default::default() };
+        self.iteration = None;
+        if self.last_emitted.as_ref() != Some(&status) {
+            self.last_emitted = Some(status.clone());
+            out.push(Instruction::UpdateSyncStatus { status });
+        }
+        out.push(Instruction::CloseSyncStream { hide_disconnect: false });
+        Ok(())
+    }
+
+    /// Pushes an UpdateSyncStatus when the iteration's status differs from
+    /// the last one sent.
+    fn emit_status(&mut self, out: &mut Vec<Instruction>) {
+        if let Some(iteration) = &self.iteration {
+            if self.last_emitted.as_ref() != Some(&iteration.status) {
+                self.last_emitted = Some(iteration.status.clone());
+                out.push(Instruction::UpdateSyncStatus { status: iteration.status.clone() });
+            }
+        }
+    }
+
+    fn line(&mut self, db: &Connection, line: SyncLine<'_>, size: usize, out: &mut Vec<Instruction>) -> Result<()> {
+        let iteration = self.iteration.as_mut().ok_or_else(no_iteration)?;
+        iteration.status.connected = true;
+        iteration.status.connecting = false;
+        let keep_going = match line {
+            SyncLine::Checkpoint(checkpoint) => {
+                let target = TargetCheckpoint {
+                    last_op_id: checkpoint.last_op_id,
+                    write_checkpoint: checkpoint.write_checkpoint,
+                    buckets: checkpoint.buckets.into_iter().map(BucketChecksum::into_owned).collect(),
+                };
+                iteration.set_checkpoint(db, target)?;
+                true
+            }
+            SyncLine::CheckpointDiff(diff) => {
+                let Some(previous) = &iteration.checkpoint else {
+                    return Err(OpliteError::Protocol {
+                        message: "Received checkpoint_diff without previous checkpoint".into(),
+                    });
+                };
+                let mut target = previous.clone();
+                target.last_op_id = diff.last_op_id;
+                target.write_checkpoint = diff.write_checkpoint;
+                let removed: HashSet<&str> = diff.removed_buckets.iter().map(|b| &**b).collect();
+                target.buckets.retain(|b| !removed.contains(&*b.bucket));
+                for updated in diff.updated_buckets {
+                    match target.buckets.iter_mut().find(|b| b.bucket == updated.bucket) {
+                        Some(existing) => *existing = updated.into_owned(),
+                        None => target.buckets.push(updated.into_owned()),
+                    }
+                }
+                iteration.set_checkpoint(db, target)?;
+                true
+            }
+            SyncLine::CheckpointComplete(_) => {
+                if iteration.checkpoint.is_none() {
+                    return Err(OpliteError::Protocol {
+                        message: "Received checkpoint complete without previous checkpoint".into(),
+                    });
+                }
+                iteration.complete_full(db, out, CompletionKind::Line)?
+            }
+            SyncLine::PartialCheckpointComplete(partial) => {
+                if iteration.checkpoint.is_none() {
+                    return Err(OpliteError::Misuse {
+                        function: "powersync_control",
+                        reason: "invalid state: Received checkpoint complete without previous checkpoint".into(),
+                    });
+                }
+                iteration.complete_partial(db, partial.priority, out)?
+            }
+            SyncLine::Data(data) => {
+                let stored = storage::store_data_line(db, &data, size)?;
+                iteration.counters.insert(data.bucket.into_owned(), stored.counters);
+                iteration.refresh_progress();
+                true
+            }
+            SyncLine::TokenExpiresIn(seconds) if seconds <= 0 => {
+                out.push(Instruction::FetchCredentials { did_expire: true });
+                out.push(Instruction::CloseSyncStream { hide_disconnect: false });
+                false
+            }
+            SyncLine::TokenExpiresIn(seconds) => {
+                if seconds <= 30 {
+                    out.push(Instruction::FetchCredentials { did_expire: false });
+                }
+                true
+            }
+            SyncLine::Unknown(_) => {
+                out.push(Instruction::log(Severity::Debug, "Unknown sync line"));
+                true
+            }
+        };
+        if keep_going {
+            self.emit_status(out);
+        } else {
+            self.iteration = None;
+        }
+        Ok(())
+    }
+
+    fn completed_upload(&mut self, db: &Connection, out: &mut Vec<Instruction>) -> Result<()> {
+        let iteration = self.iteration.as_mut().ok_or_else(no_iteration)?;
+        if !iteration.pending_apply {
+            return Ok(());
+        }
+        iteration.complete_full(db, out, CompletionKind::AfterUpload)?;
+        self.emit_status(out);
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CompletionKind {
+    /// A `checkpoint_complete` line.
+    Line,
+    /// A retry of a pending checkpoint after `completed_upload`.
+    AfterUpload,
+}
+
+impl Iteration {
+    fn set_checkpoint(&mut self, db: &Connection, target: TargetCheckpoint) -> Result<()> {
+        let named: HashSet<&str> = target.buckets.iter().map(|b| &*b.bucket).collect();
+        let mut gone: Vec<String> = self.deletable.iter().filter(|b| !named.contains(b.as_str())).cloned().collect();
+        gone.sort();
+        storage::delete_buckets(db, &gone)?;
+        for name in &gone {
+            self.deletable.remove(name);
+            self.counters.remove(name);
+        }
+        self.deletable.extend(named.iter().map(|b| (*b).to_owned()));
+
+        // The server's counts no longer fit ours (compaction, a CLEAR):
+        // start progress from zero for every bucket, as the reference does.
+        let stale = target.buckets.iter().any(|b| {
+            let counters = self.counters.get(&*b.bucket).copied().unwrap_or_default();
+            b.count.is_some_and(|count| count < counters.at_last + counters.since_last)
+        });
+        if stale {
+            storage::reset_counters(db)?;
+            self.counters = storage::counters(db)?;
+        }
+        self.checkpoint = Some(target);
+        self.pending_apply = false;
+        self.refresh_progress();
+        Ok(())
+    }
+
+    fn refresh_progress(&mut self) {
+        let Some(checkpoint) = &self.checkpoint else { return };
+        self.status.downloading = Some(DownloadProgress::from_buckets(checkpoint.buckets.iter().map(|b| {
+            let counters = self.counters.get(&*b.bucket).copied().unwrap_or_default();
+            BucketProgress {
+                priority: b.priority(),
+                target: b.count,
+                at_last: counters.at_last,
+                since_last: counters.since_last,
+            }
+        })));
+    }
+
+    /// Compares stored checksums with the checkpoint's for buckets of
+    /// priority `<= max_priority`; deletes the buckets that fail and
+    /// returns their descriptions.
+    fn validate(&self, db: &Connection, max_priority: i32) -> Result<Vec<String>> {
+        let checkpoint = self.checkpoint.as_ref().expect("validated without checkpoint");
+        let stored = storage::checksums(db)?;
+        let mut failed_names = Vec::new();
+        let mut failures = Vec::new();
+        for bucket in checkpoint.buckets.iter().filter(|b| b.priority() <= max_priority) {
+            let actual = stored.get(&*bucket.bucket).copied().unwrap_or_default();
+            if actual.total() != bucket.checksum {
+                failures.push(format!(
+                    "{} (expected {}, got {} = {} (op) + {} (add))",
+                    bucket.bucket,
+                    bucket.checksum,
+                    actual.total(),
+                    actual.op,
+                    actual.add
+                ));
+                failed_names.push(bucket.bucket.to_string());
+            }
+        }
+        storage::delete_buckets(db, &failed_names)?;
+        Ok(failures)
+    }
+
+    /// Whether local data allows an apply: no pending uploads, and the
+    /// server has confirmed the uploads we wait for. As in the reference
+    /// core, "confirmed" means the write checkpoint of the last validated
+    /// full checkpoint (`last_seen`) has reached the target the host set.
+    fn local_data_allows(db: &Connection) -> Result<bool> {
+        if storage::has_pending_uploads(db)? {
+            return Ok(false);
+        }
+        Self::target_reached(db)
+    }
+
+    fn target_reached(db: &Connection) -> Result<bool> {
+        Ok(match storage::kv_int(db, TARGET_KEY)? {
+            None => true,
+            Some(target) => storage::kv_int(db, LAST_SEEN_KEY)?.is_some_and(|seen| seen >= target),
+        })
+    }
+
+    /// Handles a full completion; returns false when the iteration ends.
+    fn complete_full(&mut self, db: &Connection, out: &mut Vec<Instruction>, kind: CompletionKind) -> Result<bool> {
+        if kind == CompletionKind::Line {
+            let failures = self.validate(db, i32::MAX)?;
+            if !failures.is_empty() {
+                out.push(Instruction::log(
+                    Severity::Warning,
+                    format!("Could not apply checkpoint, Checksums didn't match, failed for: {}", failures.join(", ")),
+                ));
+                out.push(Instruction::CloseSyncStream { hide_disconnect: false });
+                return Ok(false);
+            }
+        }
+        let checkpoint = self.checkpoint.clone().expect("completed without checkpoint");
+        if kind == CompletionKind::Line {
+            // A validated checkpoint moves every bucket to its op id, applied
+            // or not: the next request resumes from there.
+            let names: Vec<&str> = checkpoint.buckets.iter().map(|b| &*b.bucket).collect();
+            storage::set_last_op(db, &names, checkpoint.last_op_id)?;
+            if let Some(wc) = checkpoint.write_checkpoint {
+                storage::set_kv_int(db, LAST_SEEN_KEY, wc)?;
+            }
+        }
+        if !Self::local_data_allows(db)? {
+            match kind {
+                CompletionKind::Line => {
+                    self.pending_apply = true;
+                    out.push(Instruction::log(
+                        Severity::Info,
+                        "Could not apply checkpoint due to local data. Will retry at completed upload or next checkpoint.",
+                    ));
+                }
+                CompletionKind::AfterUpload => {
+                    if Self::target_reached(db)? {
+                        out.push(Instruction::log(
+                            Severity::Warning,
+                            "Could not apply pending checkpoint even after completed upload",
+                        ));
+                    }
+                }
+            }
+            return Ok(true);
+        }
+
+        sync_local::apply(db, &Scope::Full)?;
+        mark_applied(db, &checkpoint)?;
+        storage::record_sync(db, FULL_SYNC_PRIORITY)?;
+        self.pending_apply = false;
+        self.counters = storage::counters(db)?;
+        self.status.priority_status = storage::sync_state(db)?;
+        self.status.downloading = None;
+        self.status.internal_last_applied_checkpoint_request_id = checkpoint.write_checkpoint.map(|wc| wc.to_string());
+
+        match kind {
+            CompletionKind::Line => out.push(Instruction::log(Severity::Debug, "Validated and applied checkpoint")),
+            CompletionKind::AfterUpload => {
+                out.push(Instruction::log(Severity::Debug, "Applied pending checkpoint after completed upload"))
+            }
+        }
+        let mut completed = CompletedSync::default();
+        if let Some(wc) = checkpoint.write_checkpoint {
+            storage::set_kv_int(db, LAST_APPLIED_KEY, wc)?;
+            out.push(Instruction::log(Severity::Debug, format!("Applied checkpoint request id {wc}")));
+            completed.applied_checkpoint_request_id = Some(wc.to_string());
+        }
+        out.push(Instruction::DidCompleteSync(completed));
+        Ok(true)
+    }
+
+    /// Handles `partial_checkpoint_complete`; returns false when the
+    /// iteration ends.
+    fn complete_partial(&mut self, db: &Connection, priority: i32, out: &mut Vec<Instruction>) -> Result<bool> {
+        let failures = self.validate(db, priority)?;
+        if !failures.is_empty() {
+            out.push(Instruction::log(
+                Severity::Warning,
+                format!("Could not apply partial checkpoint, Checksums didn't match, failed for: {}", failures.join(", ")),
+            ));
+            out.push(Instruction::CloseSyncStream { hide_disconnect: false });
+            return Ok(false);
+        }
+        let checkpoint = self.checkpoint.as_ref().expect("partial completion without checkpoint");
+        let names: Vec<&str> =
+            checkpoint.buckets.iter().filter(|b| b.priority() <= priority).map(|b| &*b.bucket).collect();
+        storage::set_last_op(db, &names, checkpoint.last_op_id)?;
+        // Priority 0 may be applied while uploads are pending; others wait.
+        if priority > 0 && !Self::local_data_allows(db)? {
+            return Ok(true);
+        }
+        let ids = storage::bucket_ids(db, &names)?;
+        sync_local::apply(db, &Scope::Buckets(ids.clone()))?;
+        storage::mark_buckets_applied(db, &ids, checkpoint.last_op_id)?;
+        storage::record_sync(db, priority)?;
+        self.status.priority_status = storage::sync_state(db)?;
+        Ok(true)
+    }
+}
+
+/// Bucket bookkeeping after a full apply: every bucket has applied what it
+/// downloaded; the checkpoint's buckets are at its op id with their counts
+/// taken as the new baseline.
+fn mark_applied(db: &Connection, checkpoint: &TargetCheckpoint) -> Result<()> {
+    const CONTEXT: &str = "recording the applied checkpoint";
+    db.execute("UPDATE ps_buckets SET last_applied_op = last_op WHERE last_applied_op != last_op", [])
+        .context(CONTEXT)?;
+    let mut update = db
+        .prepare(
+            "UPDATE ps_buckets SET last_applied_op = ?2, last_op = ?2,
+               count_at_last = ifnull(?3, count_at_last),
+               count_since_last = CASE WHEN ?3 IS NULL THEN count_since_last ELSE 0 END
+             WHERE name = ?1",
+        )
+        .context(CONTEXT)?;
+    for bucket in &checkpoint.buckets {
+        update.execute(rusqlite::params![&*bucket.bucket, checkpoint.last_op_id, bucket.count]).context(CONTEXT)?;
+    }
+    Ok(())
+}
+
+fn protocol_error(encoding: &'static str) -> impl Fn(OpliteError) -> OpliteError {
+    move |err| OpliteError::Protocol { message: format!("invalid {encoding} line: {err}") }
+}
+
+fn invalid_argument(message: String) -> OpliteError {
+    OpliteError::InvalidArgument { function: "powersync_control", message, type_mismatch: false }
+}
+
+/// The second argument of `powersync_control`.
+#[derive(Clone, Copy)]
+pub enum Payload<'a> {
+    /// SQL NULL.
+    Null,
+    /// Text.
+    Text(&'a str),
+    /// A blob.
+    Blob(&'a [u8]),
+    /// An integer.
+    Integer(i64),
+    /// Anything else.
+    Other,
+}
+
+impl<'a> Payload<'a> {
+    fn text(self, op: &str) -> Result<&'a str> {
+        match self {
+            Payload::Text(text) => Ok(text),
+            _ => Err(invalid_argument(format!("{op} needs a text payload"))),
+        }
+    }
+
+    fn optional_text(self, op: &str) -> Result<Option<&'a str>> {
+        match self {
+            Payload::Null => Ok(None),
+            other => other.text(op).map(Some),
+        }
+    }
+
+    fn bytes(self, op: &str) -> Result<&'a [u8]> {
+        match self {
+            Payload::Blob(bytes) => Ok(bytes),
+            Payload::Text(text) => Ok(text.as_bytes()),
+            _ => Err(invalid_argument(format!("{op} needs a blob payload"))),
+        }
+    }
+
+    fn optional_int(self, message: &str) -> Result<Option<i64>> {
+        match self {
+            Payload::Null => Ok(None),
+            Payload::Integer(i) => Ok(Some(i)),
+            Payload::Text(text) => text.trim().parse().map(Some).map_err(|_| invalid_argument(message.into())),
+            _ => Err(invalid_argument(message.into())),
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! The sync protocol engine (PROTOCOL.md sections 4 and 5).
+//!
+//! The host owns the network and calls `powersync_control(op, payload)`
+//! with each event; the engine stores what arrives, validates checkpoints,
+//! applies them through [`crate::sync_local`], and answers with a JSON array
+//! of [`instruction::Instruction`]s.
+//!
+//! - [`line`]: sync lines decoded from JSON or BSON into typed structs.
+//! - [`checksum`]: wrapping u32 checksums.
+//! - [`storage`]: the SQL on ps_buckets, ps_oplog, ps_kv, ps_sync_state.
+//! - [`client`]: the state machine between calls.
+//! - [`status`], [`instruction`]: what goes back to the host.
+
+pub mod checksum;
+pub mod client;
+pub mod instruction;
+pub mod line;
+pub mod status;
+pub mod storage;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::Connection;
+
+use crate::error::{OpliteError, Result};
+use crate::functions::{require_transaction, text_arg};
+use crate::sqlite::{register_scalar, Purity};
+use client::{ControlResult, Payload, SyncClient};
+use status::SyncStatus;
+
+/// Registers `powersync_control` and `powersync_offline_sync_status`.
+pub fn register(db: &Connection) -> Result<()> {
+    let client = Rc::new(RefCell::new(SyncClient::default()));
+    register_scalar(
+        db,
+        "powersync_control",
+        2,
+        Purity::DirectOnly,
+        Box::new(move |db, args| {
+            require_transaction(db, "powersync_control")?;
+            let op = text_arg(args, 0, "powersync_control")?.ok_or_else(|| OpliteError::InvalidArgument {
+                function: "powersync_control",
+                message: "argument 1 (the operation) must not be NULL".into(),
+                type_mismatch: false,
+            })?;
+            let payload = match args.get(1) {
+                None | Some(ValueRef::Null) => Payload::Null,
+                Some(ValueRef::Text(bytes)) => Payload::Text(std::str::from_utf8(bytes).map_err(|_| {
+                    OpliteError::InvalidArgument {
+                        function: "powersync_control",
+                        message: "argument 2 is not valid UTF-8".into(),
+                        type_mismatch: false,
+                    }
+                })?),
+                Some(ValueRef::Blob(bytes)) => Payload::Blob(bytes),
+                Some(ValueRef::Integer(i)) => Payload::Integer(*i),
+                Some(ValueRef::Real(_)) => Payload::Other,
+            };
+            let mut client = client.try_borrow_mut().map_err(|_| OpliteError::Misuse {
+                function: "powersync_control",
+                reason: "called again while a call is running".into(),
+            })?;
+            Ok(match client.control(db, op, payload)? {
+                ControlResult::Instructions(instructions) => Value::Text(instruction::to_json(&instructions)),
+                ControlResult::Value(Some(v)) => Value::Integer(v),
+                ControlResult::Value(None) => Value::Null,
+            })
+        }),
+    )?;
+    register_scalar(
+        db,
+        "powersync_offline_sync_status",
+        0,
+        Purity::DirectOnly,
+        Box::new(|db, _| {
+            let status = SyncStatus { priority_status: storage::sync_state(db)?, ..Default::default() };
+            Ok(Value::Text(serde_json::to_string(&status).unwrap_or_default()))
+        }),
+    )
+}

@@ -1,0 +1,306 @@
+//! Everything the sync engine reads and writes in the internal tables.
+//!
+//! The state machine in [`super::client`] decides; this module runs the SQL.
+//! Statements for a data line are prepared once per line and executed a
+//! fixed small number of times per op (PUT: one DELETE ... RETURNING and one
+//! INSERT; REMOVE: one DELETE ... RETURNING and one INSERT into
+//! ps_updated_rows; MOVE: none), with the bucket's counters kept in memory
+//! and written back once per line.
+
+use std::collections::HashMap;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::checksum::Checksum;
+use super::line::{DataLine, OpType};
+use super::status::PriorityStatus;
+use crate::error::{Result, SqliteResultExt};
+
+/// SQL: removes a bucket's current op for a key, returning its checksum.
+const DELETE_OP_BY_KEY: &str = "DELETE FROM ps_oplog WHERE bucket = ?1 AND key = ?2 RETURNING hash";
+/// SQL: stores a PUT.
+const INSERT_OP: &str =
+    "INSERT INTO ps_oplog(bucket, op_id, row_type, row_id, key, data, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+/// SQL: marks a row for re-derivation at the next full apply.
+const MARK_ROW_UPDATED: &str = "INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES (?1, ?2)";
+/// SQL: marks every row of a bucket's ops for re-derivation.
+const MARK_BUCKET_ROWS_UPDATED: &str = "INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id)
+     SELECT row_type, row_id FROM ps_oplog WHERE bucket = ?1";
+
+/// A bucket's stored checksum halves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoredChecksum {
+    /// Checksums of ops no longer in the oplog (superseded, removed, moved).
+    pub add: Checksum,
+    /// Checksums of the ops in the oplog.
+    pub op: Checksum,
+}
+
+impl StoredChecksum {
+    /// The bucket's total checksum.
+    pub fn total(self) -> Checksum {
+        self.add + self.op
+    }
+}
+
+/// Progress counters of a stored bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// `count_at_last`: ops held at the last full apply.
+    pub at_last: i64,
+    /// `count_since_last`: ops downloaded since then.
+    pub since_last: i64,
+}
+
+/// Buckets to put in the stream request: (name, last_op), in rowid order.
+pub fn requested_buckets(db: &Connection) -> Result<Vec<(String, i64)>> {
+    let mut stmt = db
+        .prepare("SELECT name, last_op FROM ps_buckets WHERE pending_delete = 0 ORDER BY id")
+        .context("listing buckets")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).context("listing buckets")?;
+    rows.collect::<rusqlite::Result<_>>().context("listing buckets")
+}
+
+/// Names of all stored buckets.
+pub fn bucket_names(db: &Connection) -> Result<Vec<String>> {
+    let mut stmt = db.prepare("SELECT name FROM ps_buckets ORDER BY id").context("listing buckets")?;
+    let rows = stmt.query_map([], |r| r.get(0)).context("listing buckets")?;
+    rows.collect::<rusqlite::Result<_>>().context("listing buckets")
+}
+
+/// Progress counters of every stored bucket, by name.
+pub fn counters(db: &Connection) -> Result<HashMap<String, Counters>> {
+    let mut stmt = db
+        .prepare("SELECT name, count_at_last, count_since_last FROM ps_buckets")
+        .context("reading bucket counters")?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, Counters { at_last: r.get(1)?, since_last: r.get(2)? })))
+        .context("reading bucket counters")?;
+    rows.collect::<rusqlite::Result<_>>().context("reading bucket counters")
+}
+
+/// Sets every bucket's progress counters to zero (the server's counts no
+/// longer fit the local ones, e.g. after compaction).
+pub fn reset_counters(db: &Connection) -> Result<()> {
+    db.execute("UPDATE ps_buckets SET count_at_last = 0, count_since_last = 0", [])
+        .context("resetting bucket counters")?;
+    Ok(())
+}
+
+/// Deletes buckets with their ops; the rows they held are marked for
+/// re-derivation at the next full apply.
+pub fn delete_buckets(db: &Connection, names: &[String]) -> Result<()> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let mut find = db.prepare("SELECT id FROM ps_buckets WHERE name = ?1").context("deleting buckets")?;
+    let mut mark = db.prepare(MARK_BUCKET_ROWS_UPDATED).context("deleting buckets")?;
+    let mut ops = db.prepare("DELETE FROM ps_oplog WHERE bucket = ?1").context("deleting buckets")?;
+    let mut bucket = db.prepare("DELETE FROM ps_buckets WHERE id = ?1").context("deleting buckets")?;
+    for name in names {
+        let Some(id) = find.query_row([name], |r| r.get::<_, i64>(0)).optional().context("deleting buckets")? else {
+            continue;
+        };
+        mark.execute([id]).context("deleting bucket rows")?;
+        ops.execute([id]).context("deleting bucket ops")?;
+        bucket.execute([id]).context("deleting bucket")?;
+    }
+    Ok(())
+}
+
+/// The stored checksum of every bucket, by name.
+pub fn checksums(db: &Connection) -> Result<HashMap<String, StoredChecksum>> {
+    let mut stmt = db
+        .prepare("SELECT name, add_checksum, op_checksum FROM ps_buckets")
+        .context("reading checksums")?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                StoredChecksum { add: Checksum::from_i64(r.get(1)?), op: Checksum::from_i64(r.get(2)?) },
+            ))
+        })
+        .context("reading checksums")?;
+    rows.collect::<rusqlite::Result<_>>().context("reading checksums")
+}
+
+/// What storing a data line changed, for progress.
+pub struct StoredLine {
+    /// The bucket's counters after the line.
+    pub counters: Counters,
+}
+
+/// Stores the ops of one data line. `size` is the line's length in bytes.
+pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize) -> Result<StoredLine> {
+    const CONTEXT: &str = "storing a data line";
+    let (bucket_id, mut sums, mut counters, mut last_applied_op): (i64, StoredChecksum, Counters, i64) = db
+        .query_row(
+            "INSERT INTO ps_buckets(name) VALUES (?1)
+             ON CONFLICT(name) DO UPDATE SET name = excluded.name
+             RETURNING id, add_checksum, op_checksum, count_at_last, count_since_last, last_applied_op",
+            [&*line.bucket],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    StoredChecksum { add: Checksum::from_i64(r.get(1)?), op: Checksum::from_i64(r.get(2)?) },
+                    Counters { at_last: r.get(3)?, since_last: r.get(4)? },
+                    r.get(5)?,
+                ))
+            },
+        )
+        .context(CONTEXT)?;
+
+    let mut delete_op = db.prepare(DELETE_OP_BY_KEY).context(CONTEXT)?;
+    let mut insert_op = db.prepare(INSERT_OP).context(CONTEXT)?;
+    let mut mark_row = db.prepare(MARK_ROW_UPDATED).context(CONTEXT)?;
+    let mut cleared = false;
+    let mut last_op = None;
+
+    // Removes the bucket's current op for `key`; returns whether one existed.
+    let mut remove_current = |key: &str, sums: &mut StoredChecksum| -> Result<bool> {
+        let mut rows = delete_op.query(params![bucket_id, key]).context(CONTEXT)?;
+        let mut found = false;
+        while let Some(row) = rows.next().context(CONTEXT)? {
+            let old = Checksum(row.get::<_, i64>(0).context(CONTEXT)? as u32);
+            sums.add += old;
+            sums.op = sums.op - old;
+            found = true;
+        }
+        Ok(found)
+    };
+
+    for op in &line.data {
+        last_op = Some(op.op_id);
+        match op.op {
+            OpType::PUT => {
+                let key = op.key();
+                remove_current(&key, &mut sums)?;
+                insert_op
+                    .execute(params![
+                        bucket_id,
+                        op.op_id,
+                        op.object_type.as_deref(),
+                        op.object_id.as_deref(),
+                        key,
+                        op.data.as_deref(),
+                        i64::from(op.checksum.0 as i32),
+                    ])
+                    .context(CONTEXT)?;
+                sums.op += op.checksum;
+            }
+            OpType::REMOVE => {
+                let removed = remove_current(&op.key(), &mut sums)?;
+                sums.add += op.checksum;
+                // As the reference core: only a bucket that was applied
+                // before can have put the row in the app's tables.
+                if removed && last_applied_op > 0 {
+                    mark_row
+                        .execute(params![op.object_type.as_deref(), op.object_id.as_deref()])
+                        .context(CONTEXT)?;
+                }
+            }
+            OpType::MOVE => sums.add += op.checksum,
+            OpType::CLEAR => {
+                db.execute(MARK_BUCKET_ROWS_UPDATED, [bucket_id]).context(CONTEXT)?;
+                db.execute("DELETE FROM ps_oplog WHERE bucket = ?1", [bucket_id]).context(CONTEXT)?;
+                sums = StoredChecksum { add: op.checksum, op: Checksum(0) };
+                cleared = true;
+                last_applied_op = 0;
+            }
+        }
+    }
+    counters.since_last += line.data.len() as i64;
+    db.execute(
+        "UPDATE ps_buckets SET
+           last_op = ifnull(?2, last_op),
+           last_applied_op = CASE WHEN ?3 THEN 0 ELSE last_applied_op END,
+           add_checksum = ?4, op_checksum = ?5,
+           count_since_last = ?6, downloaded_size = downloaded_size + ?7
+         WHERE id = ?1",
+        params![bucket_id, last_op, cleared, sums.add.as_i64(), sums.op.as_i64(), counters.since_last, size as i64],
+    )
+    .context(CONTEXT)?;
+    Ok(StoredLine { counters })
+}
+
+/// Reads a `ps_kv` value as an integer.
+pub fn kv_int(db: &Connection, key: &str) -> Result<Option<i64>> {
+    db.query_row("SELECT CAST(value AS INTEGER) FROM ps_kv WHERE key = ?1", [key], |r| r.get(0))
+        .optional()
+        .context("reading ps_kv")
+}
+
+/// Writes a `ps_kv` integer.
+pub fn set_kv_int(db: &Connection, key: &str, value: i64) -> Result<()> {
+    db.execute("INSERT OR REPLACE INTO ps_kv(key, value) VALUES (?1, ?2)", params![key, value])
+        .context("writing ps_kv")?;
+    Ok(())
+}
+
+/// True when the upload queue holds entries.
+pub fn has_pending_uploads(db: &Connection) -> Result<bool> {
+    db.query_row("SELECT EXISTS(SELECT 1 FROM ps_crud)", [], |r| r.get(0))
+        .context("checking the upload queue")
+}
+
+/// `ps_sync_state` as priority statuses, ascending.
+pub fn sync_state(db: &Connection) -> Result<Vec<PriorityStatus>> {
+    let mut stmt = db
+        .prepare("SELECT priority, CAST(last_synced_at AS INTEGER) FROM ps_sync_state ORDER BY priority")
+        .context("reading ps_sync_state")?;
+    let rows = stmt
+        .query_map([], |r| Ok(PriorityStatus { priority: r.get(0)?, last_synced_at: r.get(1)?, has_synced: true }))
+        .context("reading ps_sync_state")?;
+    rows.collect::<rusqlite::Result<_>>().context("reading ps_sync_state")
+}
+
+/// Records a completed sync of priority `priority` (replacing every entry
+/// of that priority or higher) at the current time; returns the time in
+/// microseconds since the epoch.
+pub fn record_sync(db: &Connection, priority: i32) -> Result<i64> {
+    // SQLite's clock, at millisecond resolution like the reference core; it
+    // works the same in the browser, where std's clock is unavailable.
+    let now: i64 = db
+        .query_row("SELECT CAST(unixepoch('subsec') * 1000 AS INTEGER) * 1000", [], |r| r.get(0))
+        .context("reading the clock")?;
+    db.execute("DELETE FROM ps_sync_state WHERE priority <= ?1", [priority])
+        .context("recording the sync")?;
+    db.execute("INSERT INTO ps_sync_state(priority, last_synced_at) VALUES (?1, ?2)", params![priority, now])
+        .context("recording the sync")?;
+    Ok(now)
+}
+
+/// `ps_buckets` ids of the named buckets that exist.
+pub fn bucket_ids(db: &Connection, names: &[&str]) -> Result<Vec<i64>> {
+    let mut stmt = db.prepare("SELECT id FROM ps_buckets WHERE name = ?1").context("looking up buckets")?;
+    let mut ids = Vec::with_capacity(names.len());
+    for name in names {
+        if let Some(id) = stmt.query_row([name], |r| r.get(0)).optional().context("looking up buckets")? {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
+/// Records that buckets applied a partial checkpoint at `op_id`. Counters
+/// are left for the full apply.
+pub fn mark_buckets_applied(db: &Connection, ids: &[i64], op_id: i64) -> Result<()> {
+    let mut stmt = db
+        .prepare("UPDATE ps_buckets SET last_applied_op = ?2, last_op = ?2 WHERE id = ?1")
+        .context("recording a partial apply")?;
+    for id in ids {
+        stmt.execute(params![id, op_id]).context("recording a partial apply")?;
+    }
+    Ok(())
+}
+
+/// Sets `last_op` of the named buckets (those that exist).
+pub fn set_last_op(db: &Connection, names: &[&str], op_id: i64) -> Result<()> {
+    let mut stmt = db
+        .prepare("UPDATE ps_buckets SET last_op = ?2 WHERE name = ?1")
+        .context("recording a validated checkpoint")?;
+    for name in names {
+        stmt.execute(params![name, op_id]).context("recording a validated checkpoint")?;
+    }
+    Ok(())
+}

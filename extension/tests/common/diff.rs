@@ -1,0 +1,163 @@
+//! Differential harness: feeds the same calls to oplite and to the
+//! reference core and compares what they return and store.
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::Connection;
+use serde_json::Value;
+
+use super::{oplite, reference};
+
+/// What one side answered to a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// A JSON array of instructions, normalised.
+    Json(Value),
+    /// A plain SQL value.
+    Scalar(String),
+    /// An error (code only: messages differ by design).
+    Error(i32),
+}
+
+/// The argument to `powersync_control`.
+pub enum Arg<'a> {
+    Null,
+    Text(&'a str),
+    Blob(&'a [u8]),
+    Int(i64),
+}
+
+/// Two databases, one per core, driven in lockstep.
+pub struct Pair {
+    pub ours: Connection,
+    pub theirs: Connection,
+    /// Every call so far, for failure messages.
+    pub trace: Vec<String>,
+}
+
+/// Timestamps differ between runs and cores: zero them.
+pub fn normalise(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if key == "last_synced_at" && v.is_number() {
+                    *v = Value::from(0);
+                } else {
+                    normalise(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalise),
+        _ => {}
+    }
+}
+
+fn call(db: &Connection, op: &str, arg: &Arg<'_>) -> Answer {
+    db.execute_batch("BEGIN").unwrap();
+    let result = match arg {
+        Arg::Null => db.query_row("SELECT powersync_control(?1, NULL)", [op], |r| r.get::<_, SqlValue>(0)),
+        Arg::Text(t) => db.query_row("SELECT powersync_control(?1, ?2)", (op, t), |r| r.get::<_, SqlValue>(0)),
+        Arg::Blob(b) => db.query_row("SELECT powersync_control(?1, ?2)", (op, b), |r| r.get::<_, SqlValue>(0)),
+        Arg::Int(i) => db.query_row("SELECT powersync_control(?1, ?2)", (op, i), |r| r.get::<_, SqlValue>(0)),
+    };
+    match result {
+        Ok(value) => {
+            db.execute_batch("COMMIT").unwrap();
+            match value {
+                SqlValue::Text(text) if text.starts_with('[') => {
+                    let mut json: Value = serde_json::from_str(&text).unwrap();
+                    normalise(&mut json);
+                    Answer::Json(json)
+                }
+                other => Answer::Scalar(format!("{other:?}")),
+            }
+        }
+        Err(err) => {
+            db.execute_batch("ROLLBACK").unwrap();
+            Answer::Error(super::error_code(&err) & 0xff)
+        }
+    }
+}
+
+/// The internal tables compared after every call, as sorted rows.
+const SNAPSHOT_QUERIES: &[(&str, &str)] = &[
+    ("ps_buckets", "SELECT * FROM ps_buckets ORDER BY id"),
+    ("ps_oplog", "SELECT bucket, op_id, row_type, row_id, key, data, hash FROM ps_oplog ORDER BY bucket, op_id, key"),
+    ("ps_updated_rows", "SELECT * FROM ps_updated_rows ORDER BY 1, 2"),
+    ("ps_untyped", "SELECT type, id, data FROM ps_untyped ORDER BY 1, 2"),
+    ("ps_sync_state", "SELECT priority FROM ps_sync_state ORDER BY 1"),
+    ("ps_kv", "SELECT key, CAST(value AS TEXT) FROM ps_kv WHERE key != 'client_id' ORDER BY 1"),
+    ("ps_crud", "SELECT id, data, tx_id FROM ps_crud ORDER BY id"),
+];
+
+/// Rows of `sql`, rendered as text.
+pub fn rows(db: &Connection, sql: &str) -> Vec<String> {
+    let mut stmt = db.prepare(sql).unwrap();
+    let n = stmt.column_count();
+    stmt.query_map([], |row| {
+        Ok((0..n).map(|i| format!("{:?}", row.get::<_, SqlValue>(i).unwrap())).collect::<Vec<_>>().join("|"))
+    })
+    .unwrap()
+    .map(|r| r.unwrap())
+    .collect()
+}
+
+impl Pair {
+    /// Both cores, initialised.
+    pub fn new() -> Pair {
+        let ours = oplite();
+        let theirs = reference();
+        for db in [&ours, &theirs] {
+            db.execute_batch(
+                "BEGIN; SELECT powersync_init();
+                 UPDATE ps_kv SET value = '00000000-0000-4000-8000-000000000000' WHERE key = 'client_id';
+                 COMMIT;",
+            )
+            .unwrap();
+        }
+        Pair { ours, theirs, trace: Vec::new() }
+    }
+
+    fn context(&self) -> String {
+        let tail: Vec<&String> = self.trace.iter().rev().take(12).collect();
+        let tail: Vec<&String> = tail.into_iter().rev().collect();
+        format!("last calls:\n  {}", tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n  "))
+    }
+
+    /// Calls `powersync_control` on both and asserts the answers and the
+    /// internal tables agree. Returns oplite's answer.
+    pub fn control(&mut self, op: &str, arg: Arg<'_>) -> Answer {
+        let shown = match &arg {
+            Arg::Null => "NULL".to_owned(),
+            Arg::Text(t) => t.chars().take(300).collect(),
+            Arg::Blob(b) => format!("<{} bytes of BSON>", b.len()),
+            Arg::Int(i) => i.to_string(),
+        };
+        self.trace.push(format!("{op}({shown})"));
+        let ours = call(&self.ours, op, &arg);
+        let theirs = call(&self.theirs, op, &arg);
+        assert_eq!(ours, theirs, "answers differ for {op}\n{}", self.context());
+        self.assert_same_tables();
+        ours
+    }
+
+    /// Runs the same SQL on both.
+    pub fn execute(&mut self, sql: &str) {
+        self.trace.push(format!("SQL: {sql}"));
+        self.ours.execute_batch(sql).unwrap();
+        self.theirs.execute_batch(sql).unwrap();
+    }
+
+    /// Asserts the internal tables hold the same rows.
+    pub fn assert_same_tables(&self) {
+        for (table, sql) in SNAPSHOT_QUERIES {
+            let ours = rows(&self.ours, sql);
+            let theirs = rows(&self.theirs, sql);
+            if ours != theirs {
+                panic!(
+                    "{table} differs\n ours:   {ours:#?}\n theirs: {theirs:#?}\n{}",
+                    self.context()
+                );
+            }
+        }
+    }
+}
