@@ -5,6 +5,8 @@
 //! and to the reference core; after every call the instructions and the
 //! internal tables must agree.
 //!
+//! Every seed runs twice, with oplite's sync_local forced to each strategy,
+//! and a third of them also with the automatic choice.
 //! `OPLITE_DIFF_SEEDS=n` sets how many seeds run (default 300);
 //! `OPLITE_DIFF_SEED=s` replays one.
 mod common;
@@ -163,10 +165,12 @@ fn corrupt_checksum(line: &mut Value, pick: u64) {
     }
 }
 
-fn run_seed(seed: u64) {
+fn run_seed(seed: u64, strategy: &str) {
     let options = ServerOptions { buckets: 1 + (seed % 4) as usize, ..Default::default() };
+    let pair = Pair::new();
+    pair.ours.query_row("SELECT oplite_sync_local_strategy(?1)", [strategy], |_| Ok(())).unwrap();
     let mut session = Session {
-        pair: Pair::new(),
+        pair,
         server: ServerModel::new(seed, options),
         encoding: if seed.is_multiple_of(3) { Encoding::Bson } else { Encoding::Json },
         next_write_checkpoint: 1,
@@ -189,10 +193,16 @@ fn random_sessions_agree_with_the_reference() {
         }
     };
     for seed in seeds {
-        let outcome = std::panic::catch_unwind(|| run_seed(seed));
-        if let Err(panic) = outcome {
-            eprintln!("differential session failed for seed {seed}; replay with OPLITE_DIFF_SEED={seed}");
-            std::panic::resume_unwind(panic);
+        let strategies: &[&str] =
+            if seed % 3 == 0 { &["incremental", "from_scratch", "auto"] } else { &["incremental", "from_scratch"] };
+        for strategy in strategies {
+            let outcome = std::panic::catch_unwind(|| run_seed(seed, strategy));
+            if let Err(panic) = outcome {
+                eprintln!(
+                    "differential session failed for seed {seed} with sync_local {strategy}; replay with OPLITE_DIFF_SEED={seed}"
+                );
+                std::panic::resume_unwind(panic);
+            }
         }
     }
 }

@@ -4,8 +4,10 @@
 
 -- One row per bucket. last_applied_op: highest op applied to the data
 -- tables; last_op: highest op downloaded; add_checksum + op_checksum is the
--- bucket's checksum. count_at_last / count_since_last / downloaded_size are
--- the stats sync_local chooses its strategy from.
+-- bucket's checksum; count_at_last / count_since_last / downloaded_size are
+-- download progress as the SDKs read it. The oplite_ columns are oplite's
+-- own: the stats sync_local chooses its strategy from (ops held in ps_oplog,
+-- and how many of them arrived since the last apply).
 CREATE TABLE ps_buckets(
   id INTEGER PRIMARY KEY,
   name TEXT NOT NULL,
@@ -16,7 +18,9 @@ CREATE TABLE ps_buckets(
   pending_delete INTEGER NOT NULL DEFAULT 0,
   count_at_last INTEGER NOT NULL DEFAULT 0,
   count_since_last INTEGER NOT NULL DEFAULT 0,
-  downloaded_size INTEGER NOT NULL DEFAULT 0
+  downloaded_size INTEGER NOT NULL DEFAULT 0,
+  oplite_op_count INTEGER NOT NULL DEFAULT 0,
+  oplite_pending_ops INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 CREATE UNIQUE INDEX ps_buckets_name ON ps_buckets(name);
 
@@ -30,8 +34,14 @@ CREATE TABLE ps_oplog(
   data TEXT,
   hash INTEGER NOT NULL
 ) STRICT;
-CREATE INDEX ps_oplog_row ON ps_oplog(row_type, row_id);
+-- op_id is part of the row index (the reference core's has only row_type,
+-- row_id): the newest op of a row is then an index-only lookup, and a walk
+-- in row order needs no sort.
+CREATE INDEX ps_oplog_row ON ps_oplog(row_type, row_id, op_id);
 CREATE INDEX ps_oplog_opid ON ps_oplog(bucket, op_id);
+-- oplite's own: PUTs without data (the row is deleted). Small, so sync_local
+-- can find the deletes of a from-scratch apply without a second full walk.
+CREATE INDEX ps_oplog_deleted ON ps_oplog(row_type, row_id) WHERE data IS NULL;
 CREATE INDEX ps_oplog_key ON ps_oplog(bucket, key);
 
 -- Rows to re-derive at the next full apply.

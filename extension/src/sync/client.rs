@@ -22,7 +22,7 @@ use super::line::{BucketChecksum, SyncLine};
 use super::status::{BucketProgress, DownloadProgress, SyncStatus, FULL_SYNC_PRIORITY};
 use super::storage::{self, Counters};
 use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::sync_local::{self, Scope};
+use crate::sync_local::{self, ApplyReport, Scope, Setting};
 
 /// `ps_kv` key: the write checkpoint the client waits for (i64::MAX while
 /// uploads are pending and the host has not set one).
@@ -58,6 +58,10 @@ struct Iteration {
 pub struct SyncClient {
     iteration: Option<Iteration>,
     last_emitted: Option<SyncStatus>,
+    /// How sync_local picks its strategy (`oplite_sync_local_strategy`).
+    pub strategy: Setting,
+    /// The last apply's report (`oplite_last_apply()`).
+    pub last_apply: Option<ApplyReport>,
 }
 
 /// What a `powersync_control` call returns.
@@ -234,7 +238,7 @@ impl SyncClient {
                         message: "Received checkpoint complete without previous checkpoint".into(),
                     });
                 }
-                iteration.complete_full(db, out, CompletionKind::Line)?
+                iteration.complete_full(db, out, CompletionKind::Line, self.strategy, &mut self.last_apply)?
             }
             SyncLine::PartialCheckpointComplete(partial) => {
                 if iteration.checkpoint.is_none() {
@@ -243,7 +247,7 @@ impl SyncClient {
                         reason: "invalid state: Received checkpoint complete without previous checkpoint".into(),
                     });
                 }
-                iteration.complete_partial(db, partial.priority, out)?
+                iteration.complete_partial(db, partial.priority, out, self.strategy, &mut self.last_apply)?
             }
             SyncLine::Data(data) => {
                 let stored = storage::store_data_line(db, &data, size)?;
@@ -280,7 +284,7 @@ impl SyncClient {
         if !iteration.pending_apply {
             return Ok(());
         }
-        iteration.complete_full(db, out, CompletionKind::AfterUpload)?;
+        iteration.complete_full(db, out, CompletionKind::AfterUpload, self.strategy, &mut self.last_apply)?;
         self.emit_status(out);
         Ok(())
     }
@@ -380,7 +384,14 @@ impl Iteration {
     }
 
     /// Handles a full completion; returns false when the iteration ends.
-    fn complete_full(&mut self, db: &Connection, out: &mut Vec<Instruction>, kind: CompletionKind) -> Result<bool> {
+    fn complete_full(
+        &mut self,
+        db: &Connection,
+        out: &mut Vec<Instruction>,
+        kind: CompletionKind,
+        setting: Setting,
+        last_apply: &mut Option<ApplyReport>,
+    ) -> Result<bool> {
         if kind == CompletionKind::Line {
             let failures = self.validate(db, i32::MAX)?;
             if !failures.is_empty() {
@@ -423,7 +434,9 @@ impl Iteration {
             return Ok(true);
         }
 
-        sync_local::apply(db, &Scope::Full)?;
+        let report = sync_local::apply(db, &Scope::Full, setting)?;
+        out.push(log_apply(&report));
+        *last_apply = Some(report);
         mark_applied(db, &checkpoint)?;
         storage::record_sync(db, FULL_SYNC_PRIORITY)?;
         self.pending_apply = false;
@@ -450,7 +463,14 @@ impl Iteration {
 
     /// Handles `partial_checkpoint_complete`; returns false when the
     /// iteration ends.
-    fn complete_partial(&mut self, db: &Connection, priority: i32, out: &mut Vec<Instruction>) -> Result<bool> {
+    fn complete_partial(
+        &mut self,
+        db: &Connection,
+        priority: i32,
+        out: &mut Vec<Instruction>,
+        setting: Setting,
+        last_apply: &mut Option<ApplyReport>,
+    ) -> Result<bool> {
         let failures = self.validate(db, priority)?;
         if !failures.is_empty() {
             out.push(Instruction::log(
@@ -469,7 +489,9 @@ impl Iteration {
             return Ok(true);
         }
         let ids = storage::bucket_ids(db, &names)?;
-        sync_local::apply(db, &Scope::Buckets(ids.clone()))?;
+        let report = sync_local::apply(db, &Scope::Buckets(ids.clone()), setting)?;
+        out.push(log_apply(&report));
+        *last_apply = Some(report);
         storage::mark_buckets_applied(db, &ids, checkpoint.last_op_id)?;
         storage::record_sync(db, priority)?;
         self.status.priority_status = storage::sync_state(db)?;
@@ -496,6 +518,17 @@ fn mark_applied(db: &Connection, checkpoint: &TargetCheckpoint) -> Result<()> {
         update.execute(rusqlite::params![&*bucket.bucket, checkpoint.last_op_id, bucket.count]).context(CONTEXT)?;
     }
     Ok(())
+}
+
+/// The DEBUG line saying which sync_local strategy ran and why.
+fn log_apply(report: &ApplyReport) -> Instruction {
+    Instruction::log(
+        Severity::Debug,
+        format!(
+            "sync_local: {} ({}); {} rows written, {} deleted",
+            report.decision.strategy, report.decision.reason, report.rows_put, report.rows_deleted
+        ),
+    )
 }
 
 fn protocol_error(encoding: &'static str) -> impl Fn(OpliteError) -> OpliteError {

@@ -28,11 +28,13 @@ use crate::error::{OpliteError, Result};
 use crate::functions::{require_transaction, text_arg};
 use crate::sqlite::{register_scalar, Purity};
 use client::{ControlResult, Payload, SyncClient};
+use crate::sync_local::{Setting, Strategy};
 use status::SyncStatus;
 
 /// Registers `powersync_control` and `powersync_offline_sync_status`.
 pub fn register(db: &Connection) -> Result<()> {
     let client = Rc::new(RefCell::new(SyncClient::default()));
+    let control_client = client.clone();
     register_scalar(
         db,
         "powersync_control",
@@ -58,7 +60,7 @@ pub fn register(db: &Connection) -> Result<()> {
                 Some(ValueRef::Integer(i)) => Payload::Integer(*i),
                 Some(ValueRef::Real(_)) => Payload::Other,
             };
-            let mut client = client.try_borrow_mut().map_err(|_| OpliteError::Misuse {
+            let mut client = control_client.try_borrow_mut().map_err(|_| OpliteError::Misuse {
                 function: "powersync_control",
                 reason: "called again while a call is running".into(),
             })?;
@@ -67,6 +69,44 @@ pub fn register(db: &Connection) -> Result<()> {
                 ControlResult::Value(Some(v)) => Value::Integer(v),
                 ControlResult::Value(None) => Value::Null,
             })
+        }),
+    )?;
+    let setting_client = client.clone();
+    register_scalar(
+        db,
+        "oplite_sync_local_strategy",
+        1,
+        Purity::DirectOnly,
+        Box::new(move |_, args| {
+            let name = text_arg(args, 0, "oplite_sync_local_strategy")?.unwrap_or("auto");
+            let setting = match name {
+                "auto" => Setting::Auto,
+                other => Setting::Force(Strategy::from_name(other).ok_or_else(|| OpliteError::InvalidArgument {
+                    function: "oplite_sync_local_strategy",
+                    message: format!("unknown strategy {other:?} (expected auto, incremental or from_scratch)"),
+                    type_mismatch: false,
+                })?),
+            };
+            let mut client = setting_client.try_borrow_mut().map_err(|_| OpliteError::Misuse {
+                function: "oplite_sync_local_strategy",
+                reason: "called while powersync_control runs".into(),
+            })?;
+            client.strategy = setting;
+            Ok(Value::Text(name.to_owned()))
+        }),
+    )?;
+    let report_client = client.clone();
+    register_scalar(
+        db,
+        "oplite_last_apply",
+        0,
+        Purity::Volatile,
+        Box::new(move |_, _| {
+            let client = report_client.try_borrow().map_err(|_| OpliteError::Misuse {
+                function: "oplite_last_apply",
+                reason: "called while powersync_control runs".into(),
+            })?;
+            Ok(client.last_apply.as_ref().map_or(Value::Null, |r| Value::Text(r.to_json())))
         }),
     )?;
     register_scalar(

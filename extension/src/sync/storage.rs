@@ -17,7 +17,7 @@ use super::status::PriorityStatus;
 use crate::error::{Result, SqliteResultExt};
 
 /// SQL: removes a bucket's current op for a key, returning its checksum.
-const DELETE_OP_BY_KEY: &str = "DELETE FROM ps_oplog WHERE bucket = ?1 AND key = ?2 RETURNING hash";
+const DELETE_OP_BY_KEY: &str = "DELETE FROM ps_oplog WHERE bucket = ?1 AND key = ?2 RETURNING hash, op_id";
 /// SQL: stores a PUT.
 const INSERT_OP: &str =
     "INSERT INTO ps_oplog(bucket, op_id, row_type, row_id, key, data, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -133,11 +133,19 @@ pub struct StoredLine {
 /// Stores the ops of one data line. `size` is the line's length in bytes.
 pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize) -> Result<StoredLine> {
     const CONTEXT: &str = "storing a data line";
-    let (bucket_id, mut sums, mut counters, mut last_applied_op): (i64, StoredChecksum, Counters, i64) = db
+    let (bucket_id, mut sums, mut counters, mut last_applied_op, mut op_count, mut pending_ops): (
+        i64,
+        StoredChecksum,
+        Counters,
+        i64,
+        i64,
+        i64,
+    ) = db
         .query_row(
             "INSERT INTO ps_buckets(name) VALUES (?1)
              ON CONFLICT(name) DO UPDATE SET name = excluded.name
-             RETURNING id, add_checksum, op_checksum, count_at_last, count_since_last, last_applied_op",
+             RETURNING id, add_checksum, op_checksum, count_at_last, count_since_last, last_applied_op,
+                       oplite_op_count, oplite_pending_ops",
             [&*line.bucket],
             |r| {
                 Ok((
@@ -145,6 +153,8 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize) -> Res
                     StoredChecksum { add: Checksum::from_i64(r.get(1)?), op: Checksum::from_i64(r.get(2)?) },
                     Counters { at_last: r.get(3)?, since_last: r.get(4)? },
                     r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
                 ))
             },
         )
@@ -156,17 +166,18 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize) -> Res
     let mut cleared = false;
     let mut last_op = None;
 
-    // Removes the bucket's current op for `key`; returns whether one existed.
-    let mut remove_current = |key: &str, sums: &mut StoredChecksum| -> Result<bool> {
+    // Removes the bucket's current op for `key`; returns the removed op's
+    // id, if there was one.
+    let mut remove_current = |key: &str, sums: &mut StoredChecksum| -> Result<Option<i64>> {
         let mut rows = delete_op.query(params![bucket_id, key]).context(CONTEXT)?;
-        let mut found = false;
+        let mut removed = None;
         while let Some(row) = rows.next().context(CONTEXT)? {
             let old = Checksum(row.get::<_, i64>(0).context(CONTEXT)? as u32);
             sums.add += old;
             sums.op = sums.op - old;
-            found = true;
+            removed = Some(row.get::<_, i64>(1).context(CONTEXT)?);
         }
-        Ok(found)
+        Ok(removed)
     };
 
     for op in &line.data {
@@ -174,7 +185,12 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize) -> Res
         match op.op {
             OpType::PUT => {
                 let key = op.key();
-                remove_current(&key, &mut sums)?;
+                if let Some(old_op) = remove_current(&key, &mut sums)? {
+                    op_count -= 1;
+                    pending_ops -= i64::from(old_op > last_applied_op);
+                }
+                op_count += 1;
+                pending_ops += 1;
                 insert_op
                     .execute(params![
                         bucket_id,
@@ -190,10 +206,14 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize) -> Res
             }
             OpType::REMOVE => {
                 let removed = remove_current(&op.key(), &mut sums)?;
+                if let Some(old_op) = removed {
+                    op_count -= 1;
+                    pending_ops -= i64::from(old_op > last_applied_op);
+                }
                 sums.add += op.checksum;
                 // As the reference core: only a bucket that was applied
                 // before can have put the row in the app's tables.
-                if removed && last_applied_op > 0 {
+                if removed.is_some() && last_applied_op > 0 {
                     mark_row
                         .execute(params![op.object_type.as_deref(), op.object_id.as_deref()])
                         .context(CONTEXT)?;
@@ -206,6 +226,8 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize) -> Res
                 sums = StoredChecksum { add: op.checksum, op: Checksum(0) };
                 cleared = true;
                 last_applied_op = 0;
+                op_count = 0;
+                pending_ops = 0;
             }
         }
     }
@@ -215,9 +237,20 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize) -> Res
            last_op = ifnull(?2, last_op),
            last_applied_op = CASE WHEN ?3 THEN 0 ELSE last_applied_op END,
            add_checksum = ?4, op_checksum = ?5,
-           count_since_last = ?6, downloaded_size = downloaded_size + ?7
+           count_since_last = ?6, downloaded_size = downloaded_size + ?7,
+           oplite_op_count = ?8, oplite_pending_ops = ?9
          WHERE id = ?1",
-        params![bucket_id, last_op, cleared, sums.add.as_i64(), sums.op.as_i64(), counters.since_last, size as i64],
+        params![
+            bucket_id,
+            last_op,
+            cleared,
+            sums.add.as_i64(),
+            sums.op.as_i64(),
+            counters.since_last,
+            size as i64,
+            op_count,
+            pending_ops
+        ],
     )
     .context(CONTEXT)?;
     Ok(StoredLine { counters })

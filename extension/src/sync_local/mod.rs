@@ -1,18 +1,38 @@
 //! sync_local: making the app's tables match the oplog, atomically.
 //!
-//! An apply finds every row touched since the last apply (ops above each
-//! bucket's `last_applied_op`, plus `ps_updated_rows` for a full apply),
-//! resolves each to the data of its newest PUT across the buckets in scope
-//! (or to a delete when none holds it) and writes the result through a
-//! [`RowSink`]. Bucket bookkeeping (`last_applied_op`, counters,
-//! `ps_sync_state`) is the caller's.
+//! An apply writes every row whose newest op changed since the last apply
+//! (plus the rows in `ps_updated_rows` for a full apply): the data of the
+//! newest PUT across the buckets in scope, or a delete when none holds the
+//! row. Two queries find those rows (see [`strategy`] for when each is
+//! used); neither builds a temporary b-tree, which the plan tests check.
+//! Bucket bookkeeping (`last_applied_op`, counters, `ps_sync_state`) is the
+//! caller's; the strategy stats (`oplite_pending_ops`) are reset here.
 
+mod from_scratch;
 mod sink;
+pub mod strategy;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, Row};
 
 use crate::error::{Result, SqliteResultExt};
 pub use sink::RowSink;
+pub use strategy::{Decision, ScopeStats, Setting, Strategy};
+
+/// SQL: incremental, all buckets.
+pub const INCREMENTAL: &str = include_str!("../../../sql/sync_local/incremental.sql");
+/// SQL: incremental, the buckets in ?1.
+pub const INCREMENTAL_BUCKETS: &str = include_str!("../../../sql/sync_local/incremental_buckets.sql");
+/// SQL: from scratch, all buckets, one row type.
+pub const FROM_SCRATCH: &str = include_str!("../../../sql/sync_local/from_scratch.sql");
+/// SQL: from scratch, the buckets in :buckets, one row type.
+pub const FROM_SCRATCH_BUCKETS: &str = include_str!("../../../sql/sync_local/from_scratch_buckets.sql");
+pub use from_scratch::DELETED_ROWS;
+/// SQL: rows in ps_updated_rows with their newest data.
+pub const UPDATED_ROWS: &str = include_str!("../../../sql/sync_local/updated_rows.sql");
+/// SQL: the stats of a full apply.
+const SCOPE_STATS: &str = include_str!("../../../sql/sync_local/scope_stats.sql");
+/// SQL: the stats of a partial apply of the buckets in ?1.
+const SCOPE_STATS_BUCKETS: &str = include_str!("../../../sql/sync_local/scope_stats_buckets.sql");
 
 /// Which buckets an apply covers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,62 +43,147 @@ pub enum Scope {
     Buckets(Vec<i64>),
 }
 
+impl Scope {
+    fn bucket_json(&self) -> Option<String> {
+        match self {
+            Scope::Full => None,
+            Scope::Buckets(ids) => Some(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into())),
+        }
+    }
+}
+
 /// What an apply did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ApplyStats {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// The strategy that ran and why.
+    pub decision: Decision,
+    /// The stats it was chosen from.
+    pub stats: ScopeStats,
     /// Rows written (inserted or replaced).
     pub rows_put: u64,
     /// Rows deleted.
     pub rows_deleted: u64,
 }
 
-/// SQL: the incremental query of a full apply. One row per touched
-/// (row_type, row_id), with the data of its newest PUT (NULL: delete).
-const INCREMENTAL_FULL: &str = include_str!("../../../sql/sync_local/incremental_full.sql");
-/// SQL: the incremental query of a partial apply; ?1 is a JSON array of
-/// bucket ids.
-const INCREMENTAL_BUCKETS: &str = include_str!("../../../sql/sync_local/incremental_buckets.sql");
+impl ApplyReport {
+    /// The report as JSON, for `oplite_last_apply()`.
+    pub fn to_json(&self) -> String {
+        serde_json::json!({
+            "strategy": self.decision.strategy.name(),
+            "reason": self.decision.reason,
+            "buckets": self.stats.buckets,
+            "never_applied": self.stats.never_applied,
+            "ops": self.stats.ops,
+            "pending_ops": self.stats.pending_ops,
+            "updated_rows": self.stats.updated_rows,
+            "walked_ops": self.stats.walked_ops,
+            "rows_put": self.rows_put,
+            "rows_deleted": self.rows_deleted,
+        })
+        .to_string()
+    }
+}
+
+/// Reads the stats of `scope`.
+pub fn scope_stats(db: &Connection, scope: &Scope) -> Result<ScopeStats> {
+    let read = |r: &Row<'_>| {
+        Ok(ScopeStats {
+            buckets: r.get(0)?,
+            never_applied: r.get(1)?,
+            ops: r.get(2)?,
+            pending_ops: r.get(3)?,
+            updated_rows: r.get(4)?,
+            walked_ops: r.get(5)?,
+            min_applied_op: r.get(6)?,
+        })
+    };
+    match scope.bucket_json() {
+        None => db.query_row(SCOPE_STATS, [], read),
+        Some(ids) => db.query_row(SCOPE_STATS_BUCKETS, [ids], read),
+    }
+    .context("reading sync_local stats")
+}
 
 /// Applies the oplog to the app's tables for `scope`.
-pub fn apply(db: &Connection, scope: &Scope) -> Result<ApplyStats> {
+pub fn apply(db: &Connection, scope: &Scope, setting: Setting) -> Result<ApplyReport> {
     const CONTEXT: &str = "applying a checkpoint (sync_local)";
-    let mut sink = RowSink::new(db)?;
-    let mut stats = ApplyStats::default();
-    let mut write = |row: &rusqlite::Row<'_>| -> Result<()> {
+    let stats = scope_stats(db, scope)?;
+    let decision = strategy::choose(setting, &stats);
+    let mut write = RowWriter { sink: RowSink::new(db)?, rows_put: 0, rows_deleted: 0 };
+    match decision.strategy {
+        Strategy::Incremental => {
+            let mut stmt = db.prepare(if *scope == Scope::Full { INCREMENTAL } else { INCREMENTAL_BUCKETS })
+                .context(CONTEXT)?;
+            let mut rows = match scope.bucket_json() {
+                Some(ids) => stmt.query([ids]),
+                None => stmt.query([]),
+            }
+            .context(CONTEXT)?;
+            while let Some(row) = rows.next().context(CONTEXT)? {
+                write.row(row)?;
+            }
+        }
+        Strategy::FromScratch => {
+            let (put, deleted) = from_scratch::apply(db, write.sink(), scope, stats.min_applied_op)?;
+            write.count(put, deleted);
+        }
+    }
+    match scope {
+        Scope::Full => {
+            {
+                let mut stmt = db.prepare(UPDATED_ROWS).context(CONTEXT)?;
+                let mut rows = stmt.query([]).context(CONTEXT)?;
+                while let Some(row) = rows.next().context(CONTEXT)? {
+                    write.row(row)?;
+                }
+            }
+            db.execute("DELETE FROM ps_updated_rows", []).context(CONTEXT)?;
+            db.execute("UPDATE ps_buckets SET oplite_pending_ops = 0 WHERE oplite_pending_ops != 0", [])
+                .context(CONTEXT)?;
+        }
+        Scope::Buckets(_) => {
+            db.execute(
+                "UPDATE ps_buckets SET oplite_pending_ops = 0
+                  WHERE id = (SELECT value FROM json_each(?1) WHERE value = ps_buckets.id)",
+                [scope.bucket_json()],
+            )
+            .context(CONTEXT)?;
+        }
+    }
+    Ok(ApplyReport { decision, stats, rows_put: write.rows_put, rows_deleted: write.rows_deleted })
+}
+
+/// Writes rows coming from a query (row_type, row_id, data) and counts them.
+struct RowWriter<'c> {
+    sink: RowSink<'c>,
+    rows_put: u64,
+    rows_deleted: u64,
+}
+
+impl<'c> RowWriter<'c> {
+    fn row(&mut self, row: &Row<'_>) -> Result<()> {
+        const CONTEXT: &str = "applying a checkpoint (sync_local)";
         let row_type: String = row.get(0).context(CONTEXT)?;
         let row_id: String = row.get(1).context(CONTEXT)?;
-        let data: Option<String> = row.get(2).context(CONTEXT)?;
-        match data {
+        match row.get::<_, Option<String>>(2).context(CONTEXT)? {
             Some(data) => {
-                sink.put(&row_type, &row_id, &data)?;
-                stats.rows_put += 1;
+                self.sink.put(&row_type, &row_id, &data)?;
+                self.rows_put += 1;
             }
             None => {
-                sink.delete(&row_type, &row_id)?;
-                stats.rows_deleted += 1;
+                self.sink.delete(&row_type, &row_id)?;
+                self.rows_deleted += 1;
             }
         }
         Ok(())
-    };
-    match scope {
-        Scope::Full => {
-            let mut stmt = db.prepare(INCREMENTAL_FULL).context(CONTEXT)?;
-            let mut rows = stmt.query([]).context(CONTEXT)?;
-            while let Some(row) = rows.next().context(CONTEXT)? {
-                write(row)?;
-            }
-        }
-        Scope::Buckets(ids) => {
-            let ids = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
-            let mut stmt = db.prepare(INCREMENTAL_BUCKETS).context(CONTEXT)?;
-            let mut rows = stmt.query([ids]).context(CONTEXT)?;
-            while let Some(row) = rows.next().context(CONTEXT)? {
-                write(row)?;
-            }
-        }
     }
-    if *scope == Scope::Full {
-        db.execute("DELETE FROM ps_updated_rows", []).context(CONTEXT)?;
+
+    fn sink(&mut self) -> &mut RowSink<'c> {
+        &mut self.sink
     }
-    Ok(stats)
+
+    fn count(&mut self, put: u64, deleted: u64) {
+        self.rows_put += put;
+        self.rows_deleted += deleted;
+    }
 }

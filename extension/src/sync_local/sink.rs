@@ -72,6 +72,22 @@ impl<'c> RowSink<'c> {
         Ok(self.tables.get_mut(row_type).and_then(Option::as_mut))
     }
 
+    /// SQL that upserts every row of `source` (a SELECT with columns `id`
+    /// and `data`, NULL data meaning a delete) into `row_type`'s table, for
+    /// set-wise applies. Parameter `:type` carries the row type.
+    pub fn upsert_from_select_sql(&mut self, row_type: &str, source: &str) -> Result<String> {
+        Ok(match self.table(row_type)? {
+            Some(_) => format!(
+                "INSERT OR REPLACE INTO {}(id, data) SELECT id, data FROM ({source}) WHERE data IS NOT NULL",
+                quote_identifier(&format!("ps_data__{row_type}"))
+            ),
+            None => format!(
+                "INSERT OR REPLACE INTO ps_untyped(type, id, data)
+                 SELECT :type, id, data FROM ({source}) WHERE data IS NOT NULL"
+            ),
+        })
+    }
+
     /// Makes the row hold `data`.
     pub fn put(&mut self, row_type: &str, id: &str, data: &str) -> Result<()> {
         match self.table(row_type)? {

@@ -1,0 +1,434 @@
+//! The sync_local benchmark: apply time of every workload of issue 4's
+//! matrix, for oplite with the strategy forced each way and chosen
+//! automatically, and for the reference core, on the same data in one run.
+//!
+//!     cargo bench -p oplite --no-default-features --features bundled --bench sync_local
+//!         [-- --runs 5] [--ops 1000000] [--only NAME] [--reuse]
+//!
+//! Each workload is prepared once per core (lines stored through
+//! `powersync_control`, everything but the final completion), the database
+//! file is copied for every run, and each run happens in a child process
+//! that opens the copy, replays the checkpoint line and times the completing
+//! line alone. The child reports time, temp-file bytes written (through a
+//! counting VFS) and its peak RSS. The table shows medians.
+
+#[path = "../tests/common/counting_vfs.rs"]
+mod counting_vfs;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{json, Value};
+
+const LINE_OPS: usize = 1000;
+
+/// Which engine a run uses.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Core {
+    Oplite,
+    Reference,
+}
+
+/// One column of the table.
+const VARIANTS: &[(&str, Core, &str)] = &[
+    ("incremental", Core::Oplite, "incremental"),
+    ("from scratch", Core::Oplite, "from_scratch"),
+    ("auto", Core::Oplite, "auto"),
+    ("reference", Core::Reference, ""),
+];
+
+struct Workload {
+    name: &'static str,
+    description: &'static str,
+    /// Lines stored before the measured completion (all but the last).
+    prepare: fn(&mut Driver, usize),
+    /// The measured line.
+    complete: fn(usize) -> Value,
+}
+
+fn op(op_id: usize, row: usize, bucket: &str) -> Value {
+    let _ = bucket;
+    json!({
+        "op_id": op_id.to_string(),
+        "op": "PUT",
+        "object_type": "thisisatable",
+        "object_id": format!("thisismyrowid{row}"),
+        "checksum": (op_id as u64 * 17) % 1_000_000_000,
+        "data": json!({"n": row}).to_string(),
+    })
+}
+
+/// Sends a stream: a checkpoint over `buckets`, then `ops` (op id, row,
+/// bucket index) as data lines of 1000 ops per bucket.
+struct Stream {
+    buckets: Vec<(String, i32)>,
+    ops: Vec<(usize, usize, usize)>,
+}
+
+impl Stream {
+    fn checkpoint(&self, last_op: usize, checksums: &[u32], counts: &[usize]) -> Value {
+        json!({"checkpoint": {
+            "last_op_id": last_op.to_string(),
+            "write_checkpoint": null,
+            "buckets": self.buckets.iter().enumerate().map(|(i, (name, priority))| json!({
+                "bucket": name, "checksum": checksums[i], "priority": priority, "count": counts[i],
+            })).collect::<Vec<_>>(),
+        }})
+    }
+}
+
+/// Feeds lines to one core's connection and tracks the checksums a server
+/// would send.
+struct Driver {
+    db: Connection,
+    buckets: Vec<(String, i32)>,
+    checksums: Vec<u32>,
+    counts: Vec<usize>,
+    next_op: usize,
+    last_checkpoint: Option<Value>,
+}
+
+impl Driver {
+    fn control(&self, op: &str, payload: Option<&str>) -> String {
+        self.db
+            .query_row("SELECT powersync_control(?1, ?2)", (op, payload), |r| r.get::<_, String>(0))
+            .unwrap_or_else(|e| panic!("powersync_control({op}): {e}"))
+    }
+
+    fn tx<T>(&self, f: impl FnOnce(&Self) -> T) -> T {
+        self.db.execute_batch("BEGIN").unwrap();
+        let out = f(self);
+        self.db.execute_batch("COMMIT").unwrap();
+        out
+    }
+
+    fn set_buckets(&mut self, buckets: Vec<(String, i32)>) {
+        self.checksums = vec![0; buckets.len()];
+        self.counts = vec![0; buckets.len()];
+        self.buckets = buckets;
+    }
+
+    /// Sends a checkpoint announcing `ops` (row, bucket) and the data
+    /// lines carrying them; returns the checkpoint line.
+    fn send(&mut self, ops: &[(usize, usize)]) -> Value {
+        let mut assigned = Vec::with_capacity(ops.len());
+        for &(row, bucket) in ops {
+            let op_id = self.next_op;
+            self.next_op += 1;
+            self.checksums[bucket] = self.checksums[bucket].wrapping_add(((op_id as u64 * 17) % 1_000_000_000) as u32);
+            self.counts[bucket] += 1;
+            assigned.push((op_id, row, bucket));
+        }
+        let stream = Stream { buckets: self.buckets.clone(), ops: assigned };
+        let checkpoint = stream.checkpoint(self.next_op - 1, &self.checksums, &self.counts);
+        self.tx(|d| d.control("line_text", Some(&checkpoint.to_string())));
+        for (b, (name, _)) in stream.buckets.iter().enumerate() {
+            let ops: Vec<Value> =
+                stream.ops.iter().filter(|o| o.2 == b).map(|&(id, row, _)| op(id, row, name)).collect();
+            for chunk in ops.chunks(LINE_OPS) {
+                let line = json!({"data": {"bucket": name, "has_more": false, "after": null,
+                                           "next_after": null, "data": chunk}});
+                self.tx(|d| d.control("line_text", Some(&line.to_string())));
+            }
+        }
+        self.last_checkpoint = Some(checkpoint.clone());
+        checkpoint
+    }
+
+    fn complete(&self) {
+        let line = json!({"checkpoint_complete": {"last_op_id": (self.next_op - 1).to_string()}});
+        let out = self.tx(|d| d.control("line_text", Some(&line.to_string())));
+        assert!(out.contains("DidCompleteSync"), "checkpoint not applied: {out}");
+    }
+}
+
+fn ten_buckets(n: usize) -> Vec<(String, i32)> {
+    (0..n).map(|i| (format!("bucket{i}"), 3)).collect()
+}
+
+fn distinct_rows(d: &mut Driver, n: usize, buckets: usize) {
+    d.set_buckets(ten_buckets(buckets));
+    let ops: Vec<(usize, usize)> = (0..n).map(|i| (i, i % buckets)).collect();
+    d.send(&ops);
+}
+
+fn changed_share(d: &mut Driver, n: usize, percent: usize) {
+    distinct_rows(d, n, 10);
+    d.complete();
+    let changed = (n * percent / 100).max(1);
+    let stride = (n / changed).max(1);
+    let ops: Vec<(usize, usize)> = (0..changed).map(|k| (k * stride, (k * stride) % 10)).collect();
+    d.send(&ops);
+}
+
+fn full_complete(_: usize) -> Value {
+    json!({"checkpoint_complete": {"last_op_id": "9223372036854775807"}})
+}
+
+fn workloads() -> Vec<Workload> {
+    vec![
+        Workload {
+            name: "initial",
+            description: "initial sync, N ops, 10 buckets, distinct rows",
+            prepare: |d, n| distinct_rows(d, n, 10),
+            complete: full_complete,
+        },
+        Workload {
+            name: "duplicates",
+            description: "initial sync, N ops over N/100 distinct rows",
+            prepare: |d, n| {
+                d.set_buckets(ten_buckets(10));
+                let rows = (n / 100).max(10);
+                let ops: Vec<(usize, usize)> = (0..n).map(|i| (i % rows, (i % rows) % 10)).collect();
+                d.send(&ops);
+            },
+            complete: full_complete,
+        },
+        Workload {
+            name: "resync",
+            description: "resync: every bucket re-applied over full tables",
+            prepare: |d, n| {
+                distinct_rows(d, n, 10);
+                d.complete();
+                // What powersync_trigger_resync leaves behind: every bucket
+                // to be applied again (oplite also resets its stats).
+                d.tx(|d| {
+                    d.db.execute_batch("UPDATE ps_buckets SET last_applied_op = 0").unwrap();
+                    let _ = d.db.execute_batch("UPDATE ps_buckets SET oplite_pending_ops = oplite_op_count");
+                });
+                let checkpoint = d.last_checkpoint.clone().unwrap();
+                d.tx(|d| d.control("line_text", Some(&checkpoint.to_string())));
+            },
+            complete: full_complete,
+        },
+        Workload {
+            name: "changed_1pct",
+            description: "1% of rows changed",
+            prepare: |d, n| changed_share(d, n, 1),
+            complete: full_complete,
+        },
+        Workload {
+            name: "changed_50pct",
+            description: "50% of rows changed",
+            prepare: |d, n| changed_share(d, n, 50),
+            complete: full_complete,
+        },
+        Workload {
+            name: "single_op",
+            description: "one op on an N-row database",
+            prepare: |d, n| {
+                distinct_rows(d, n, 10);
+                d.complete();
+                d.send(&[(n / 2, (n / 2) % 10)]);
+            },
+            complete: full_complete,
+        },
+        Workload {
+            name: "buckets_1000",
+            description: "initial sync, N ops over 1000 buckets",
+            prepare: |d, n| distinct_rows(d, n, 1000),
+            complete: full_complete,
+        },
+        Workload {
+            name: "partial_p0_5pct",
+            description: "partial checkpoint, priority 0 holding 5% of rows",
+            prepare: |d, n| {
+                let mut buckets = ten_buckets(10);
+                buckets.push(("priority0".into(), 0));
+                d.set_buckets(buckets);
+                let ops: Vec<(usize, usize)> =
+                    (0..n).map(|i| (i, if i % 20 == 0 { 10 } else { i % 10 })).collect();
+                d.send(&ops);
+            },
+            complete: |_| json!({"partial_checkpoint_complete": {"last_op_id": "9223372036854775807", "priority": 0}}),
+        },
+    ]
+}
+
+fn open(core: Core, path: &Path) -> Connection {
+    let db = Connection::open_with_flags(path, OpenFlags::default()).unwrap();
+    db.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;").unwrap();
+    match core {
+        Core::Oplite => oplite::register(&db).unwrap(),
+        Core::Reference => unsafe {
+            let _guard = rusqlite::LoadExtensionGuard::new(&db).unwrap();
+            db.load_extension(reference_core(), Some("sqlite3_powersync_init")).unwrap();
+        },
+    }
+    db
+}
+
+fn reference_core() -> PathBuf {
+    if let Some(path) = std::env::var_os("REFERENCE_CORE") {
+        return path.into();
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/reference-core.sh");
+    let out = Command::new("bash").arg(script).output().expect("reference-core.sh");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+fn prepare(workload: &Workload, core: Core, n: usize, dir: &Path) -> PathBuf {
+    let path = dir.join(format!("{}-{:?}.db", workload.name, core));
+    let _ = std::fs::remove_file(&path);
+    let db = open(core, &path);
+    db.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").unwrap();
+    let mut driver = Driver {
+        db,
+        buckets: Vec::new(),
+        checksums: Vec::new(),
+        counts: Vec::new(),
+        next_op: 1,
+        last_checkpoint: None,
+    };
+    driver.tx(|d| d.control("start", None));
+    (workload.prepare)(&mut driver, n);
+    // Remember the checkpoint to replay in the measured child.
+    let checkpoint = driver.last_checkpoint.clone().unwrap();
+    std::fs::write(path.with_extension("checkpoint.json"), checkpoint.to_string()).unwrap();
+    driver.db.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").unwrap();
+    path
+}
+
+/// Runs in the child: replay the checkpoint, time the completion.
+fn child(workload: &str, core: &str, strategy: &str, path: &Path) {
+    let workload = workloads().into_iter().find(|w| w.name == workload).unwrap();
+    let core = if core == "reference" { Core::Reference } else { Core::Oplite };
+    counting_vfs::register_as_default();
+    let db = open(core, path);
+    if core == Core::Oplite {
+        db.query_row("SELECT oplite_sync_local_strategy(?1)", [strategy], |_| Ok(())).unwrap();
+    }
+    let checkpoint = std::fs::read_to_string(path.with_extension("checkpoint.json")).unwrap();
+    let control = |op: &str, payload: Option<&str>| -> String {
+        db.execute_batch("BEGIN").unwrap();
+        let out = db
+            .query_row("SELECT powersync_control(?1, ?2)", (op, payload), |r| r.get::<_, String>(0))
+            .unwrap();
+        db.execute_batch("COMMIT").unwrap();
+        out
+    };
+    control("start", None);
+    control("line_text", Some(&checkpoint));
+    let line = (workload.complete)(0).to_string();
+    counting_vfs::reset();
+    let start = Instant::now();
+    let out = control("line_text", Some(&line));
+    let elapsed = start.elapsed().as_secs_f64() * 1000.0;
+    let temp = counting_vfs::temp_bytes_written();
+    assert!(out.contains("UpdateSyncStatus") || out.contains("DidCompleteSync"), "not applied: {out}");
+    let strategy_used = if core == Core::Oplite {
+        db.query_row("SELECT oplite_last_apply()", [], |r| r.get::<_, Option<String>>(0)).unwrap()
+    } else {
+        None
+    };
+    let strategy_used = strategy_used
+        .and_then(|s| serde_json::from_str::<Value>(&s).ok())
+        .and_then(|v| v["strategy"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    println!(
+        "{}",
+        json!({"ms": elapsed, "temp_bytes": temp, "max_rss_kb": max_rss_kb(), "strategy": strategy_used})
+    );
+}
+
+fn max_rss_kb() -> i64 {
+    // /proc/self/status VmHWM: peak resident set size.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    values[values.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        child(&args[i + 1], &args[i + 2], &args[i + 3], Path::new(&args[i + 4]));
+        return;
+    }
+    let flag = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
+    let runs: usize = flag("--runs").and_then(|v| v.parse().ok()).unwrap_or(5);
+    let n: usize = flag("--ops").and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let only = flag("--only");
+    let dir = std::env::temp_dir().join("oplite-bench-sync-local");
+    if !args.iter().any(|a| a == "--reuse") {
+        // Prepared databases depend on the build: start afresh unless told.
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = std::env::current_exe().unwrap();
+
+    println!("sync_local apply, N = {n} ops, median of {runs} runs (ms; temp = temp-file KiB written; RSS = child peak MiB)\n");
+    println!("| workload | incremental | from scratch | auto (picked) | reference | auto / best forced | auto / reference |");
+    println!("|---|---|---|---|---|---|---|");
+    for workload in workloads() {
+        if only.as_deref().is_some_and(|o| o != workload.name) {
+            continue;
+        }
+        let mut cells = Vec::new();
+        let mut medians = Vec::new();
+        for (label, core, strategy) in VARIANTS {
+            let prepared = prepare_cached(&workload, *core, n, &dir);
+            let mut times = Vec::new();
+            let (mut temp, mut rss, mut picked) = (0i64, 0i64, String::new());
+            for _ in 0..runs {
+                let copy = dir.join("run.db");
+                std::fs::copy(&prepared, &copy).unwrap();
+                std::fs::copy(prepared.with_extension("checkpoint.json"), copy.with_extension("checkpoint.json"))
+                    .unwrap();
+                let out = Command::new(&exe)
+                    .args(["--child", workload.name, if *core == Core::Reference { "reference" } else { "oplite" }])
+                    .arg(strategy)
+                    .arg(&copy)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{label}: {}", String::from_utf8_lossy(&out.stderr));
+                let report: Value = serde_json::from_slice(
+                    out.stdout.split(|b| *b == b'\n').find(|l| l.starts_with(b"{")).unwrap(),
+                )
+                .unwrap();
+                times.push(report["ms"].as_f64().unwrap());
+                temp = temp.max(report["temp_bytes"].as_i64().unwrap());
+                rss = rss.max(report["max_rss_kb"].as_i64().unwrap());
+                picked = report["strategy"].as_str().unwrap_or_default().to_owned();
+                let _ = std::fs::remove_file(&copy);
+            }
+            let m = median(&mut times);
+            medians.push(m);
+            let picked = if *strategy == "auto" { format!(" ({picked})") } else { String::new() };
+            cells.push(format!("{m:.1}{picked}<br>temp {} KiB, RSS {} MiB", temp / 1024, rss / 1024));
+        }
+        let best_forced = medians[0].min(medians[1]);
+        println!(
+            "| {} | {} | {:.2}x | {:.2}x |",
+            workload.description.replace('N', &n.to_string()),
+            cells.join(" | "),
+            medians[2] / best_forced,
+            medians[2] / medians[3],
+        );
+    }
+}
+
+/// Prepares each (workload, core) once per process.
+fn prepare_cached(workload: &Workload, core: Core, n: usize, dir: &Path) -> PathBuf {
+    let path = dir.join(format!("{}-{:?}.db", workload.name, core));
+    let marker = path.with_extension(format!("ready-{n}"));
+    if marker.exists() && path.exists() {
+        return path;
+    }
+    let started = Instant::now();
+    let path = prepare(workload, core, n, dir);
+    std::fs::write(&marker, "").unwrap();
+    eprintln!("prepared {} for {:?} in {:.1}s", workload.name, core, started.elapsed().as_secs_f64());
+    path
+}
