@@ -84,11 +84,13 @@ impl SyncClient {
             "start" => self.start(db, payload, &mut out)?,
             "stop" => self.stop(db, &mut out)?,
             "line_text" => {
+                self.iteration.as_ref().ok_or_else(no_iteration)?;
                 let text = payload.text("line_text")?;
                 let line = super::line::parse_text(text).map_err(protocol_error("text"))?;
                 self.line(db, line, text.len(), &mut out)?;
             }
             "line_binary" => {
+                self.iteration.as_ref().ok_or_else(no_iteration)?;
                 let bytes = payload.bytes("line_binary")?;
                 let line = super::line::parse_binary(bytes).map_err(protocol_error("binary"))?;
                 self.line(db, line, bytes.len(), &mut out)?;

@@ -1,0 +1,125 @@
+//! Storing sync lines: how many data lines of 1000 ops per second oplite
+//! stores through `powersync_control`, JSON and BSON, next to the reference
+//! core, on a file database in WAL mode. Lines are generated before timing.
+//!
+//!     cargo bench -p oplite --no-default-features --features bundled --bench store
+//!         [-- --lines 200] [--runs 5]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use rusqlite::Connection;
+use serde_json::{json, Value};
+
+const OPS_PER_LINE: usize = 1000;
+const BUCKETS: usize = 10;
+
+fn lines(count: usize) -> (Value, Vec<Value>) {
+    let mut checksums = [0u32; BUCKETS];
+    let mut out = Vec::with_capacity(count);
+    let mut op_id = 1usize;
+    for line in 0..count {
+        let bucket = line % BUCKETS;
+        let ops: Vec<Value> = (0..OPS_PER_LINE)
+            .map(|_| {
+                let id = op_id;
+                op_id += 1;
+                let checksum = ((id as u64 * 17) % 1_000_000_000) as u32;
+                checksums[bucket] = checksums[bucket].wrapping_add(checksum);
+                json!({"op_id": id.to_string(), "op": "PUT", "object_type": "thisisatable",
+                       "object_id": format!("thisismyrowid{id}"), "checksum": checksum,
+                       "data": json!({"n": id}).to_string()})
+            })
+            .collect();
+        out.push(json!({"data": {"bucket": format!("bucket{bucket}"), "has_more": false,
+                                 "after": null, "next_after": null, "data": ops}}));
+    }
+    let checkpoint = json!({"checkpoint": {"last_op_id": (op_id - 1).to_string(), "write_checkpoint": null,
+        "buckets": (0..BUCKETS).map(|b| json!({"bucket": format!("bucket{b}"), "checksum": checksums[b],
+                                                  "priority": 3})).collect::<Vec<_>>()}});
+    (checkpoint, out)
+}
+
+fn reference_core() -> PathBuf {
+    if let Some(path) = std::env::var_os("REFERENCE_CORE") {
+        return path.into();
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/reference-core.sh");
+    let out = Command::new("bash").arg(script).output().expect("reference-core.sh");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+fn open(reference: bool, path: &Path) -> Connection {
+    let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_file(path.with_extension("db-wal"));
+    let db = Connection::open(path).unwrap();
+    db.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;").unwrap();
+    if reference {
+        unsafe {
+            let _guard = rusqlite::LoadExtensionGuard::new(&db).unwrap();
+            db.load_extension(reference_core(), Some("sqlite3_powersync_init")).unwrap();
+        }
+    } else {
+        oplite::register(&db).unwrap();
+    }
+    db.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").unwrap();
+    db
+}
+
+enum Line {
+    Text(String),
+    Binary(Vec<u8>),
+}
+
+/// Stores every line, one transaction per line as the SDKs do; returns seconds.
+fn store(db: &Connection, checkpoint: &str, lines: &[Line]) -> f64 {
+    let control = |op: &str, text: Option<&str>, blob: Option<&[u8]>| {
+        db.execute_batch("BEGIN").unwrap();
+        match blob {
+            Some(b) => db.query_row("SELECT powersync_control(?1, ?2)", (op, b), |_| Ok(())),
+            None => db.query_row("SELECT powersync_control(?1, ?2)", (op, text), |_| Ok(())),
+        }
+        .unwrap();
+        db.execute_batch("COMMIT").unwrap();
+    };
+    control("start", None, None);
+    control("line_text", Some(checkpoint), None);
+    let started = Instant::now();
+    for line in lines {
+        match line {
+            Line::Text(text) => control("line_text", Some(text), None),
+            Line::Binary(bytes) => control("line_binary", None, Some(bytes)),
+        }
+    }
+    started.elapsed().as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)?.parse().ok());
+    let count: usize = flag("--lines").unwrap_or(200);
+    let runs: usize = flag("--runs").unwrap_or(5);
+    let (checkpoint, values) = lines(count);
+    let checkpoint = checkpoint.to_string();
+    let text: Vec<Line> = values.iter().map(|v| Line::Text(v.to_string())).collect();
+    let binary: Vec<Line> = values.iter().map(|v| Line::Binary(oplite::bson::to_vec(v).unwrap())).collect();
+    let path = std::env::temp_dir().join("oplite-bench-store.db");
+
+    println!("Storing {count} data lines of {OPS_PER_LINE} ops ({} ops), median of {runs} runs\n", count * OPS_PER_LINE);
+    println!("| encoding | oplite lines/s | reference lines/s | oplite / reference |");
+    println!("|---|---|---|---|");
+    for (name, lines) in [("JSON", &text), ("BSON", &binary)] {
+        let mut rates = [0.0f64; 2];
+        for (i, reference) in [false, true].into_iter().enumerate() {
+            let times: Vec<f64> = (0..runs).map(|_| store(&open(reference, &path), &checkpoint, lines)).collect();
+            rates[i] = count as f64 / median(times);
+        }
+        println!("| {name} | {:.0} | {:.0} | {:.2}x |", rates[0], rates[1], rates[0] / rates[1]);
+    }
+}
