@@ -3,7 +3,7 @@
 //! core, on a file database in WAL mode. Lines are generated before timing.
 //!
 //!     cargo bench -p oplite --no-default-features --features bundled --bench store
-//!         [-- --lines 200] [--runs 5]
+//!         [-- --lines 200] [--runs 5] [--only-oplite | --only-reference]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -115,8 +115,11 @@ fn main() {
     println!("| encoding | oplite lines/s | reference lines/s | oplite / reference |");
     println!("|---|---|---|---|");
     for (name, lines) in [("JSON", &text), ("BSON", &binary)] {
-        let mut rates = [0.0f64; 2];
+        let mut rates = [f64::NAN; 2];
         for (i, reference) in [false, true].into_iter().enumerate() {
+            if args.iter().any(|a| a == if reference { "--only-oplite" } else { "--only-reference" }) {
+                continue;
+            }
             let times: Vec<f64> = (0..runs).map(|_| store(&open(reference, &path), &checkpoint, lines)).collect();
             rates[i] = count as f64 / median(times);
         }

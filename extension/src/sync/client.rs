@@ -15,6 +15,7 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::Connection;
 use serde_json::Value as JsonValue;
 
+use super::data_line::{store_data_line, KnownKeys};
 use super::instruction::{
     BucketRequest, CompletedSync, Instruction, Severity, StreamRequest, StreamsRequest,
 };
@@ -51,6 +52,8 @@ struct Iteration {
     /// started and those named by its checkpoints.
     deletable: HashSet<String>,
     counters: HashMap<String, Counters>,
+    /// Keys stored per bucket, to skip needless lookups.
+    known_keys: KnownKeys,
 }
 
 /// Per-connection sync state.
@@ -167,6 +170,7 @@ impl SyncClient {
             pending_apply: false,
             deletable: storage::bucket_names(db)?.into_iter().collect(),
             counters: storage::counters(db)?,
+            known_keys: KnownKeys::default(),
         });
         // A start always reports its status, even when unchanged.
         self.last_emitted = None;
@@ -252,7 +256,7 @@ impl SyncClient {
                 iteration.complete_partial(db, partial.priority, out, self.strategy, &mut self.last_apply)?
             }
             SyncLine::Data(data) => {
-                let stored = storage::store_data_line(db, &data, size)?;
+                let stored = store_data_line(db, &data, size, &mut iteration.known_keys)?;
                 iteration.counters.insert(data.bucket.into_owned(), stored.counters);
                 iteration.refresh_progress();
                 true

@@ -7,12 +7,14 @@
 //!
 //! - [`line`]: sync lines decoded from JSON or BSON into typed structs.
 //! - [`checksum`]: wrapping u32 checksums.
-//! - [`storage`]: the SQL on ps_buckets, ps_oplog, ps_kv, ps_sync_state.
+//! - [`data_line`]: storing ops in ps_oplog.
+//! - [`storage`]: the other SQL on ps_buckets, ps_oplog, ps_kv, ps_sync_state.
 //! - [`client`]: the state machine between calls.
 //! - [`status`], [`instruction`]: what goes back to the host.
 
 pub mod checksum;
 pub mod client;
+pub mod data_line;
 pub mod instruction;
 pub mod line;
 pub mod status;

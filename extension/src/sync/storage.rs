@@ -1,31 +1,15 @@
 //! Everything the sync engine reads and writes in the internal tables.
 //!
-//! The state machine in [`super::client`] decides; this module runs the SQL.
-//! Statements for a data line are prepared once per line and executed a
-//! fixed small number of times per op (PUT: one DELETE ... RETURNING and one
-//! INSERT; REMOVE: one DELETE ... RETURNING and one INSERT into
-//! ps_updated_rows; MOVE: none), with the bucket's counters kept in memory
-//! and written back once per line.
+//! The state machine in [`super::client`] decides; this module runs the SQL
+//! (storing data lines is [`super::data_line`]'s).
 
 use std::collections::HashMap;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::checksum::Checksum;
-use super::line::{DataLine, OpType};
 use super::status::PriorityStatus;
 use crate::error::{Result, SqliteResultExt};
-
-/// SQL: removes a bucket's current op for a key, returning its checksum.
-const DELETE_OP_BY_KEY: &str = "DELETE FROM ps_oplog WHERE bucket = ?1 AND key = ?2 RETURNING hash, op_id";
-/// SQL: stores a PUT.
-const INSERT_OP: &str =
-    "INSERT INTO ps_oplog(bucket, op_id, row_type, row_id, key, data, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-/// SQL: marks a row for re-derivation at the next full apply.
-const MARK_ROW_UPDATED: &str = "INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES (?1, ?2)";
-/// SQL: marks every row of a bucket's ops for re-derivation.
-const MARK_BUCKET_ROWS_UPDATED: &str = "INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id)
-     SELECT row_type, row_id FROM ps_oplog WHERE bucket = ?1";
 
 /// A bucket's stored checksum halves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,7 +78,7 @@ pub fn delete_buckets(db: &Connection, names: &[String]) -> Result<()> {
         return Ok(());
     }
     let mut find = db.prepare("SELECT id FROM ps_buckets WHERE name = ?1").context("deleting buckets")?;
-    let mut mark = db.prepare(MARK_BUCKET_ROWS_UPDATED).context("deleting buckets")?;
+    let mut mark = db.prepare(super::data_line::MARK_BUCKET_ROWS_UPDATED).context("deleting buckets")?;
     let mut ops = db.prepare("DELETE FROM ps_oplog WHERE bucket = ?1").context("deleting buckets")?;
     let mut bucket = db.prepare("DELETE FROM ps_buckets WHERE id = ?1").context("deleting buckets")?;
     for name in names {
@@ -122,138 +106,6 @@ pub fn checksums(db: &Connection) -> Result<HashMap<String, StoredChecksum>> {
         })
         .context("reading checksums")?;
     rows.collect::<rusqlite::Result<_>>().context("reading checksums")
-}
-
-/// What storing a data line changed, for progress.
-pub struct StoredLine {
-    /// The bucket's counters after the line.
-    pub counters: Counters,
-}
-
-/// Stores the ops of one data line. `size` is the line's length in bytes.
-pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize) -> Result<StoredLine> {
-    const CONTEXT: &str = "storing a data line";
-    let (bucket_id, mut sums, mut counters, mut last_applied_op, mut op_count, mut pending_ops): (
-        i64,
-        StoredChecksum,
-        Counters,
-        i64,
-        i64,
-        i64,
-    ) = db
-        .query_row(
-            "INSERT INTO ps_buckets(name) VALUES (?1)
-             ON CONFLICT(name) DO UPDATE SET name = excluded.name
-             RETURNING id, add_checksum, op_checksum, count_at_last, count_since_last, last_applied_op,
-                       oplite_op_count, oplite_pending_ops",
-            [&*line.bucket],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    StoredChecksum { add: Checksum::from_i64(r.get(1)?), op: Checksum::from_i64(r.get(2)?) },
-                    Counters { at_last: r.get(3)?, since_last: r.get(4)? },
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                ))
-            },
-        )
-        .context(CONTEXT)?;
-
-    let mut delete_op = db.prepare(DELETE_OP_BY_KEY).context(CONTEXT)?;
-    let mut insert_op = db.prepare(INSERT_OP).context(CONTEXT)?;
-    let mut mark_row = db.prepare(MARK_ROW_UPDATED).context(CONTEXT)?;
-    let mut cleared = false;
-    let mut last_op = None;
-
-    // Removes the bucket's current op for `key`; returns the removed op's
-    // id, if there was one.
-    let mut remove_current = |key: &str, sums: &mut StoredChecksum| -> Result<Option<i64>> {
-        let mut rows = delete_op.query(params![bucket_id, key]).context(CONTEXT)?;
-        let mut removed = None;
-        while let Some(row) = rows.next().context(CONTEXT)? {
-            let old = Checksum(row.get::<_, i64>(0).context(CONTEXT)? as u32);
-            sums.add += old;
-            sums.op = sums.op - old;
-            removed = Some(row.get::<_, i64>(1).context(CONTEXT)?);
-        }
-        Ok(removed)
-    };
-
-    for op in &line.data {
-        last_op = Some(op.op_id);
-        match op.op {
-            OpType::PUT => {
-                let key = op.key();
-                if let Some(old_op) = remove_current(&key, &mut sums)? {
-                    op_count -= 1;
-                    pending_ops -= i64::from(old_op > last_applied_op);
-                }
-                op_count += 1;
-                pending_ops += 1;
-                insert_op
-                    .execute(params![
-                        bucket_id,
-                        op.op_id,
-                        op.object_type.as_deref(),
-                        op.object_id.as_deref(),
-                        key,
-                        op.data.as_deref(),
-                        i64::from(op.checksum.0 as i32),
-                    ])
-                    .context(CONTEXT)?;
-                sums.op += op.checksum;
-            }
-            OpType::REMOVE => {
-                let removed = remove_current(&op.key(), &mut sums)?;
-                if let Some(old_op) = removed {
-                    op_count -= 1;
-                    pending_ops -= i64::from(old_op > last_applied_op);
-                }
-                sums.add += op.checksum;
-                // As the reference core: only a bucket that was applied
-                // before can have put the row in the app's tables.
-                if removed.is_some() && last_applied_op > 0 {
-                    mark_row
-                        .execute(params![op.object_type.as_deref(), op.object_id.as_deref()])
-                        .context(CONTEXT)?;
-                }
-            }
-            OpType::MOVE => sums.add += op.checksum,
-            OpType::CLEAR => {
-                db.execute(MARK_BUCKET_ROWS_UPDATED, [bucket_id]).context(CONTEXT)?;
-                db.execute("DELETE FROM ps_oplog WHERE bucket = ?1", [bucket_id]).context(CONTEXT)?;
-                sums = StoredChecksum { add: op.checksum, op: Checksum(0) };
-                cleared = true;
-                last_applied_op = 0;
-                op_count = 0;
-                pending_ops = 0;
-            }
-        }
-    }
-    counters.since_last += line.data.len() as i64;
-    db.execute(
-        "UPDATE ps_buckets SET
-           last_op = ifnull(?2, last_op),
-           last_applied_op = CASE WHEN ?3 THEN 0 ELSE last_applied_op END,
-           add_checksum = ?4, op_checksum = ?5,
-           count_since_last = ?6, downloaded_size = downloaded_size + ?7,
-           oplite_op_count = ?8, oplite_pending_ops = ?9
-         WHERE id = ?1",
-        params![
-            bucket_id,
-            last_op,
-            cleared,
-            sums.add.as_i64(),
-            sums.op.as_i64(),
-            counters.since_last,
-            size as i64,
-            op_count,
-            pending_ops
-        ],
-    )
-    .context(CONTEXT)?;
-    Ok(StoredLine { counters })
 }
 
 /// Reads a `ps_kv` value as an integer.
