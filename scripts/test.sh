@@ -25,8 +25,9 @@ nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_powersync_init$'
 nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_oplite_init$'
 
 step "unit and integration tests"
-
-cargo test-ext
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test-ext 2>&1 | tee "$log"
 
 if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
   step "building the extension for wasm32-unknown-unknown"
@@ -34,3 +35,6 @@ if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
 fi
 
 step "done"
+# One closing line for everything cargo ran (the last cargo summary is the
+# doc-tests', which run none).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

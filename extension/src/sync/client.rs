@@ -127,7 +127,19 @@ impl SyncClient {
                 }
                 return Ok(ControlResult::Value(previous));
             }
-            "update_subscriptions" | "subscriptions" => {}
+            // Sync streams are not implemented yet: the payloads are checked
+            // as the reference checks them, and nothing changes.
+            "update_subscriptions" => {
+                let text = payload.text("update_subscriptions")?;
+                serde_json::from_str::<Vec<JsonValue>>(text)
+                    .map_err(|e| invalid_argument(format!("update_subscriptions payload: {e}")))?;
+                self.iteration.as_ref().ok_or_else(no_iteration)?;
+            }
+            "subscriptions" => {
+                let text = payload.text("subscriptions")?;
+                serde_json::from_str::<JsonValue>(text)
+                    .map_err(|e| invalid_argument(format!("subscriptions payload: {e}")))?;
+            }
             other => return Err(invalid_argument(format!("unknown operation {other:?}"))),
         }
         Ok(ControlResult::Instructions(out))
