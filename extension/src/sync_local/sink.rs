@@ -9,6 +9,12 @@ use rusqlite::{Connection, Statement};
 
 use crate::error::{Result, SqliteResultExt};
 
+/// SQL: a row of a type without a table. An upsert updates the row in
+/// place; INSERT OR REPLACE would delete it and insert it again at the end
+/// of the table, touching twice the pages.
+const UPSERT_UNTYPED: &str = "INSERT INTO ps_untyped(type, id, data) VALUES (?1, ?2, ?3)
+     ON CONFLICT(type, id) DO UPDATE SET data = excluded.data";
+
 /// Writes applied rows, with statements prepared once per table per apply.
 pub struct RowSink<'c> {
     db: &'c Connection,
@@ -33,7 +39,7 @@ impl<'c> RowSink<'c> {
             db,
             tables: HashMap::new(),
             untyped_put: db
-                .prepare("INSERT OR REPLACE INTO ps_untyped(type, id, data) VALUES (?1, ?2, ?3)")
+                .prepare(UPSERT_UNTYPED)
                 .context("preparing ps_untyped writes")?,
             untyped_delete: db
                 .prepare("DELETE FROM ps_untyped WHERE type = ?1 AND id = ?2")
@@ -57,7 +63,10 @@ impl<'c> RowSink<'c> {
                 Some(TableStatements {
                     put: self
                         .db
-                        .prepare(&format!("INSERT OR REPLACE INTO {table}(id, data) VALUES (?1, ?2)"))
+                        .prepare(&format!(
+                            "INSERT INTO {table}(id, data) VALUES (?1, ?2)
+                             ON CONFLICT(id) DO UPDATE SET data = excluded.data"
+                        ))
                         .context("preparing a data table write")?,
                     delete: self
                         .db
@@ -78,12 +87,14 @@ impl<'c> RowSink<'c> {
     pub fn upsert_from_select_sql(&mut self, row_type: &str, source: &str) -> Result<String> {
         Ok(match self.table(row_type)? {
             Some(_) => format!(
-                "INSERT OR REPLACE INTO {}(id, data) SELECT id, data FROM ({source}) WHERE data IS NOT NULL",
+                "INSERT INTO {}(id, data) SELECT id, data FROM ({source}) WHERE data IS NOT NULL
+                 ON CONFLICT(id) DO UPDATE SET data = excluded.data",
                 quote_identifier(&format!("ps_data__{row_type}"))
             ),
             None => format!(
-                "INSERT OR REPLACE INTO ps_untyped(type, id, data)
-                 SELECT :type, id, data FROM ({source}) WHERE data IS NOT NULL"
+                "INSERT INTO ps_untyped(type, id, data)
+                 SELECT :type, id, data FROM ({source}) WHERE data IS NOT NULL
+                 ON CONFLICT(type, id) DO UPDATE SET data = excluded.data"
             ),
         })
     }
