@@ -9,6 +9,14 @@
 //! One deliberate difference: a malformed line returns an error but leaves
 //! the iteration (and the database) as they were before the line, instead of
 //! ending the iteration. Lines are fully decoded before anything is written.
+//!
+//! One addition: two connections (or processes) syncing the same database
+//! at once would corrupt each other's bookkeeping (an iteration keeps what
+//! it knows of the buckets between calls). `start` writes a random token
+//! for its iteration to `ps_kv` ([`OWNER_KEY`]), and every call that writes
+//! sync state checks it first: an iteration whose token was replaced by a
+//! later `start` elsewhere ends with an error instead of writing. The last
+//! `start` wins, so a crashed process never blocks the next one.
 
 use std::collections::{HashMap, HashSet};
 
@@ -32,6 +40,9 @@ pub const TARGET_KEY: &str = "target_checkpoint_request_id";
 pub const LAST_SEEN_KEY: &str = "last_seen_checkpoint_request_id";
 /// `ps_kv` key: the write checkpoint of the last applied checkpoint.
 pub const LAST_APPLIED_KEY: &str = "last_applied_checkpoint_request_id";
+/// `ps_kv` key (oplite's own): the token of the iteration allowed to write
+/// sync state, set by `start`.
+pub const OWNER_KEY: &str = "oplite_sync_iteration";
 
 /// The checkpoint being downloaded.
 #[derive(Debug, Clone)]
@@ -44,6 +55,8 @@ struct TargetCheckpoint {
 /// One connection of the host to the sync stream, from `start` to its end.
 #[derive(Debug)]
 struct Iteration {
+    /// This iteration's token in `ps_kv` ([`OWNER_KEY`]).
+    token: String,
     status: SyncStatus,
     checkpoint: Option<TargetCheckpoint>,
     /// A validated full checkpoint that local data kept from being applied.
@@ -79,6 +92,13 @@ fn no_iteration() -> OpliteError {
     OpliteError::Misuse { function: "powersync_control", reason: "invalid state: No iteration is active".into() }
 }
 
+/// A random token for an iteration (128 bits, hex).
+fn new_token() -> String {
+    let mut bytes = [0u8; 16];
+    crate::sqlite::random_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 impl SyncClient {
     /// Handles one event.
     pub fn control(&mut self, db: &Connection, op: &str, payload: Payload<'_>) -> Result<ControlResult> {
@@ -87,13 +107,13 @@ impl SyncClient {
             "start" => self.start(db, payload, &mut out)?,
             "stop" => self.stop(db, &mut out)?,
             "line_text" => {
-                self.iteration.as_ref().ok_or_else(no_iteration)?;
+                self.check_owner(db)?;
                 let text = payload.text("line_text")?;
                 let line = super::line::parse_text(text).map_err(protocol_error("text"))?;
                 self.line(db, line, text.len(), &mut out)?;
             }
             "line_binary" => {
-                self.iteration.as_ref().ok_or_else(no_iteration)?;
+                self.check_owner(db)?;
                 let bytes = payload.bytes("line_binary")?;
                 let line = super::line::parse_binary(bytes).map_err(protocol_error("binary"))?;
                 self.line(db, line, bytes.len(), &mut out)?;
@@ -145,6 +165,23 @@ impl SyncClient {
         Ok(ControlResult::Instructions(out))
     }
 
+    /// Fails unless an iteration is active and still owns sync state: a
+    /// later `start` on another connection ends this one.
+    fn check_owner(&mut self, db: &Connection) -> Result<()> {
+        let iteration = self.iteration.as_ref().ok_or_else(no_iteration)?;
+        let owner = storage::kv_text(db, OWNER_KEY)?;
+        if owner.as_deref() != Some(iteration.token.as_str()) {
+            self.iteration = None;
+            return Err(OpliteError::Misuse {
+                function: "powersync_control",
+                reason: "another connection started syncing this database, so this iteration has ended; \
+                         sync from one connection at a time (call start again to take over)"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
     fn start(&mut self, db: &Connection, payload: Payload<'_>, out: &mut Vec<Instruction>) -> Result<()> {
         let options: JsonValue = match payload.optional_text("start")? {
             Some(text) => serde_json::from_str(text).map_err(|e| OpliteError::InvalidArgument {
@@ -176,7 +213,10 @@ impl SyncClient {
             },
             app_metadata: options.get("app_metadata").cloned(),
         };
+        let token = new_token();
+        storage::set_kv_text(db, OWNER_KEY, &token)?;
         self.iteration = Some(Iteration {
+            token,
             status,
             checkpoint: None,
             pending_apply: false,
@@ -298,6 +338,7 @@ impl SyncClient {
     }
 
     fn completed_upload(&mut self, db: &Connection, out: &mut Vec<Instruction>) -> Result<()> {
+        self.check_owner(db)?;
         let iteration = self.iteration.as_mut().ok_or_else(no_iteration)?;
         if !iteration.pending_apply {
             return Ok(());
