@@ -389,3 +389,51 @@ fn a_busy_timeout_waits_for_the_other_writer() {
     assert!(started.elapsed() >= Duration::from_millis(200), "did not wait: {:?}", started.elapsed());
     other.join().unwrap();
 }
+
+/// A host whose transaction is rolled back after a successful call (a
+/// failed COMMIT, or a rollback for its own reasons) and that goes on with
+/// the same iteration must not end with wrong data or wiped buckets: the
+/// iteration notices at its next call, fails with a message saying so, and
+/// the next iteration resumes from what the database holds.
+#[test]
+fn a_rolled_back_call_ends_the_iteration_instead_of_corrupting_it() {
+    let dir = TempDir::new("rolled-back");
+    // A data line whose transaction is rolled back, then the next line.
+    let (mut driver, line, rest) = prepare_with_rest(&dir, 11, "WAL", Target::Store);
+    let last_ops = common::driver::stored_last_ops(&driver.db);
+    let (op, payload) = driver.encode(&line);
+    driver.db.execute_batch("BEGIN IMMEDIATE").unwrap();
+    driver.db.query_row("SELECT powersync_control(?1, ?2)", (op, &payload), |_| Ok(())).unwrap();
+    driver.db.execute_batch("ROLLBACK").unwrap();
+    let (op, payload) = driver.encode(&rest[0]);
+    let err = driver.raw_control(op, &payload).unwrap_err();
+    assert_eq!(error_code(&err), ffi::SQLITE_MISUSE, "{err}");
+    assert!(err.to_string().contains("rolled back"), "{err}");
+    // Nothing was wiped: the buckets are where they were before the
+    // rolled-back line, and the next iteration resumes from there (converge
+    // checks that only ops above them are downloaded).
+    assert_eq!(common::driver::stored_last_ops(&driver.db), last_ops);
+    driver.converge();
+
+    // A checkpoint that drops a bucket, rolled back and sent again in the
+    // same iteration: without the check the dropped bucket's rows would
+    // survive the apply.
+    let mut driver = {
+        let (driver, _) = prepare(&dir, 13, "WAL", Target::Store);
+        driver
+    };
+    driver.control("stop", SqlValue::Null);
+    driver.converge();
+    let dropped = driver.server.buckets.remove(0);
+    assert!(!dropped.ops.is_empty());
+    driver.server.mutate(5);
+    driver.start();
+    let line = driver.server.checkpoint_line();
+    let (op, payload) = driver.encode(&line);
+    driver.db.execute_batch("BEGIN IMMEDIATE").unwrap();
+    driver.db.query_row("SELECT powersync_control(?1, ?2)", (op, &payload), |_| Ok(())).unwrap();
+    driver.db.execute_batch("ROLLBACK").unwrap();
+    let err = driver.raw_control(op, &payload).unwrap_err();
+    assert!(err.to_string().contains("rolled back"), "{err}");
+    driver.converge();
+}
