@@ -3,6 +3,7 @@
 # This is the README's test command and what .ci/run runs.
 #   scripts/test.sh            # everything
 #   OPLITE_SKIP_WASM=1 scripts/test.sh   # skip the wasm32 build check
+#   OPLITE_SKIP_FUZZ=1, OPLITE_SKIP_MEMCHECK=1   # skip libFuzzer, valgrind
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -28,6 +29,18 @@ step "unit and integration tests"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test-ext 2>&1 | tee "$log"
+
+# Reliability (README "Reliability"): the crash, fault, concurrency,
+# bad-input, upgrade and seeded-fuzz tests ran with the tests above; these
+# two need their own runs.
+if [[ -z ${OPLITE_SKIP_FUZZ:-} ]]; then
+  step "libFuzzer: every fuzz target for ${OPLITE_FUZZ_SECONDS:-20}s (scripts/fuzz.sh)"
+  bash scripts/fuzz.sh "${OPLITE_FUZZ_SECONDS:-20}"
+fi
+if [[ -z ${OPLITE_SKIP_MEMCHECK:-} ]]; then
+  step "valgrind memcheck over a subset of the tests (scripts/memcheck.sh)"
+  bash scripts/memcheck.sh
+fi
 
 if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
   step "building the extension for wasm32-unknown-unknown"
