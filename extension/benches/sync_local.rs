@@ -12,8 +12,12 @@
 //! line alone. The child reports time, temp-file bytes written (through a
 //! counting VFS) and its peak RSS. The table shows medians.
 
+#[path = "common/mod.rs"]
+mod common;
 #[path = "../tests/common/counting_vfs.rs"]
 mod counting_vfs;
+
+use common::reference_core;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -258,15 +262,6 @@ fn open(core: Core, path: &Path) -> Connection {
         },
     }
     db
-}
-
-fn reference_core() -> PathBuf {
-    if let Some(path) = std::env::var_os("REFERENCE_CORE") {
-        return path.into();
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/reference-core.sh");
-    let out = Command::new("bash").arg(script).output().expect("reference-core.sh");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
 fn prepare(workload: &Workload, core: Core, n: usize, dir: &Path) -> PathBuf {
