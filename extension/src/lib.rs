@@ -13,6 +13,8 @@
 //! - [`migrations`]: the internal schema (`sql/migrations/*.sql`).
 //! - [`functions`]: the SQL functions, one module per concern, each with a
 //!   `register` function called from [`register`].
+//! - [`schema`]: the app's schema (views, triggers, typed data tables), the
+//!   upload queue, and the interface the sync apply writes rows through.
 //!
 //! # Builds
 //!
@@ -31,6 +33,7 @@
 pub mod error;
 pub mod functions;
 pub mod migrations;
+pub mod schema;
 pub mod sqlite;
 
 use rusqlite::Connection;

@@ -18,6 +18,7 @@ pub fn register(db: &Connection) -> Result<()> {
     version::register(db)?;
     ids::register(db)?;
     init::register(db)?;
+    crate::schema::register(db)?;
     Ok(())
 }
 
