@@ -198,7 +198,7 @@ pub(crate) unsafe fn value_ref<'a>(value: *mut ffi::sqlite3_value) -> ValueRef<'
     }
 }
 
-unsafe fn set_result(ctx: *mut ffi::sqlite3_context, value: Value) {
+pub(crate) unsafe fn set_result(ctx: *mut ffi::sqlite3_context, value: Value) {
     unsafe {
         match value {
             Value::Null => ffi::sqlite3_result_null(ctx),
@@ -212,6 +212,27 @@ unsafe fn set_result(ctx: *mut ffi::sqlite3_context, value: Value) {
                 ffi::SQLITE_UTF8 as u8,
             ),
             Value::Blob(b) => {
+                ffi::sqlite3_result_blob64(ctx, b.as_ptr().cast::<c_void>(), b.len() as u64, ffi::SQLITE_TRANSIENT())
+            }
+        }
+    }
+}
+
+/// Sets a borrowed value as the result; SQLite copies text and blobs.
+pub(crate) unsafe fn set_result_ref(ctx: *mut ffi::sqlite3_context, value: ValueRef<'_>) {
+    unsafe {
+        match value {
+            ValueRef::Null => ffi::sqlite3_result_null(ctx),
+            ValueRef::Integer(i) => ffi::sqlite3_result_int64(ctx, i),
+            ValueRef::Real(r) => ffi::sqlite3_result_double(ctx, r),
+            ValueRef::Text(s) => ffi::sqlite3_result_text64(
+                ctx,
+                s.as_ptr().cast::<c_char>(),
+                s.len() as u64,
+                ffi::SQLITE_TRANSIENT(),
+                ffi::SQLITE_UTF8 as u8,
+            ),
+            ValueRef::Blob(b) => {
                 ffi::sqlite3_result_blob64(ctx, b.as_ptr().cast::<c_void>(), b.len() as u64, ffi::SQLITE_TRANSIENT())
             }
         }

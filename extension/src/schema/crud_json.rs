@@ -32,14 +32,18 @@ pub const PATCH_OLD_WHEN_CHANGED: i64 = 1;
 
 /// Appends `value` as JSON. BLOBs and infinite reals have no JSON form.
 pub fn write_value(out: &mut String, value: ValueRef<'_>) -> Result<()> {
+    use std::fmt::Write;
     match value {
         ValueRef::Null => out.push_str("null"),
-        ValueRef::Integer(i) => out.push_str(&i.to_string()),
+        ValueRef::Integer(i) => {
+            let _ = write!(out, "{i}");
+        }
         ValueRef::Real(r) => {
             if !r.is_finite() {
                 return Err(json_error("JSON cannot hold infinite values"));
             }
-            out.push_str(&serde_json::to_string(&r).map_err(|e| json_error(&e.to_string()))?);
+            // serde_json's own formatter: `1e+20`, `2.0`, `0.3333333333333333`.
+            out.push_str(zmij::Buffer::new().format_finite(r));
         }
         ValueRef::Text(bytes) => write_string(out, &String::from_utf8_lossy(bytes)),
         ValueRef::Blob(_) => return Err(json_error("JSON cannot hold BLOB values")),
@@ -47,10 +51,38 @@ pub fn write_value(out: &mut String, value: ValueRef<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Appends `text` as a JSON string, escaped as serde_json does.
+/// Appends `text` as a JSON string, escaped as serde_json does: `"` and
+/// `\`, the short escapes `\b \f \n \r \t`, other control characters as
+/// `\u00xx`; everything else (DEL and non-ASCII included) as it is.
 pub fn write_string(out: &mut String, text: &str) {
-    // serde_json cannot fail on a str.
-    out.push_str(&serde_json::to_string(text).unwrap_or_default());
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(text.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    for (i, byte) in text.bytes().enumerate() {
+        let escape: &str = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&text[start..i]);
+        if escape.is_empty() {
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0xf)]));
+        } else {
+            out.push_str(escape);
+        }
+        start = i + 1;
+    }
+    out.push_str(&text[start..]);
+    out.push('"');
 }
 
 fn json_error(message: &str) -> OpliteError {
@@ -101,7 +133,10 @@ pub fn read_items<'a>(args: &[ValueRef<'a>], arity: usize) -> Result<Vec<Item<'a
             _ => return Err(OpliteError::Internal("a column name must be text".into())),
         }
     }
-    items.sort_by(|a, b| a.name.cmp(&b.name));
+    // Triggers pass columns sorted already; only chunks need sorting.
+    if !items.windows(2).all(|w| w[0].name <= w[1].name) {
+        items.sort_by(|a, b| a.name.cmp(&b.name));
+    }
     Ok(items)
 }
 
@@ -337,6 +372,20 @@ mod tests {
         let mut out = String::new();
         assert!(write_value(&mut out, ValueRef::Blob(b"x")).unwrap_err().to_string().contains("BLOB"));
         assert!(write_value(&mut out, ValueRef::Real(f64::INFINITY)).is_err());
+    }
+
+    #[test]
+    fn strings_escape_like_serde_json() {
+        for text in ["plain", "a\"b\\c", "\u{0}\u{1}\u{8}\u{c}\n\r\t\u{1f}\u{7f}", "é ü 😀", "</script>", ""] {
+            let mut out = String::new();
+            write_string(&mut out, text);
+            assert_eq!(out, serde_json::to_string(text).unwrap(), "{text:?}");
+        }
+        for r in [0.1, 1e20, 1e16, 1e15, 1e-5, 1e-6, 2.5e-300, f64::MAX, f64::MIN_POSITIVE, 5e-324, -0.0, 123456.789] {
+            let mut out = String::new();
+            write_value(&mut out, ValueRef::Real(r)).unwrap();
+            assert_eq!(out, serde_json::to_string(&r).unwrap(), "{r}");
+        }
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! The INSTEAD OF triggers that make a view writable.
 //!
-//! A synced table's triggers write the data table, then queue the upload
-//! entry with plain INSERTs into ps_crud and ps_updated_rows (see
-//! [`super::crud`] for why, and for the never-run INSERT into
-//! `powersync_crud` at the end of each trigger). The entry's JSON comes from
-//! `oplite_crud_put` / `_patch` / `_delete`, which take the columns as
-//! `name, value` pairs or `name, old, new` triples ([`super::crud_json`]).
+//! A synced table's triggers write the data table, then hand the upload
+//! entry to `oplite_crud_put` / `_patch` / `_delete`, which queue it until
+//! the transaction commits (see [`super::crud`] for why, and for the
+//! never-run INSERT into `powersync_crud` at the end of each trigger). The
+//! functions take the columns as `name, value` pairs or `name, old, new`
+//! triples ([`super::crud_json`]).
 //!
 //! The id checks, their messages and the trigger names are the reference
 //! core's. One deliberate difference: an UPDATE that sets the id to NULL
@@ -109,21 +109,13 @@ impl<'a> Gen<'a> {
         }
     }
 
-    /// The statements that queue `entry` (an SQL expression) for `id_expr`,
-    /// only `when` holds.
-    fn queue(&self, entry: &str, id_expr: &str, when: Option<&str>, mark_row: bool) -> String {
-        let with_kv = if mark_row { 1 } else { 0 };
+    /// The statements that queue `entry` (a call of an `oplite_crud_*`
+    /// function), only when `when` holds.
+    fn queue(&self, entry: &str, when: Option<&str>) -> String {
         let mut sql = match when {
-            None => format!("INSERT INTO ps_crud(data, tx_id) VALUES ({entry}, oplite_crud_tx({with_kv}));\n"),
-            Some(cond) => format!("INSERT INTO ps_crud(data, tx_id) SELECT {entry}, oplite_crud_tx({with_kv}) WHERE {cond};\n"),
+            None => format!("SELECT {entry};\n"),
+            Some(cond) => format!("SELECT {entry} WHERE {cond};\n"),
         };
-        if mark_row {
-            let values = format!("{}, {id_expr}", self.type_literal);
-            sql.push_str(&match when {
-                None => format!("INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES ({values});\n"),
-                Some(cond) => format!("INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) SELECT {values} WHERE {cond};\n"),
-            });
-        }
         sql.push_str(JOIN_TRANSACTION);
         sql.push('\n');
         sql
@@ -147,7 +139,7 @@ impl<'a> Gen<'a> {
                 sql.push_str(&self.write_row(false));
                 sql.push('\n');
             }
-            sql.push_str(&self.queue(&entry, "NEW.id", None, !self.table.insert_only));
+            sql.push_str(&self.queue(&entry, None));
         }
         sql.push_str("END");
         (name, sql)
@@ -178,7 +170,7 @@ impl<'a> Gen<'a> {
                 triples(cols)
             );
             let changed = self.table.ignore_empty_update.then(|| changed(cols));
-            sql.push_str(&self.queue(&entry, "NEW.id", changed.as_deref(), true));
+            sql.push_str(&self.queue(&entry, changed.as_deref()));
         }
         sql.push_str("END");
         (name, sql)
@@ -199,7 +191,7 @@ impl<'a> Gen<'a> {
         if !self.table.local_only {
             let old = self.old_values().unwrap_or_else(|| "NULL".into());
             let entry = format!("oplite_crud_delete({}, OLD.id, {metadata}, {old})", self.type_literal);
-            sql.push_str(&self.queue(&entry, "OLD.id", None, true));
+            sql.push_str(&self.queue(&entry, None));
         }
         sql
     }
@@ -219,14 +211,24 @@ impl<'a> Gen<'a> {
     }
 }
 
-/// `, 'a', NEW."a", ...` (chunked for wide tables).
+/// The columns in the order the upload entry lists them (by name), so the
+/// crud functions need not sort.
+fn by_name(columns: &[Column]) -> Vec<Column> {
+    let mut sorted = columns.to_vec();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    sorted
+}
+
+/// `, 'a', NEW."a", ...` sorted by name (chunked for wide tables).
 fn pairs(columns: &[Column], row: &str) -> String {
+    let columns = &by_name(columns);
     let item = |c: &Column| format!("{}, {row}.{}", string(&c.name), identifier(&c.name));
     variadic(columns, PAIRS_PER_CALL, 1, item)
 }
 
-/// `, 'a', OLD."a", NEW."a", ...` (chunked for wide tables).
+/// `, 'a', OLD."a", NEW."a", ...` sorted by name (chunked for wide tables).
 fn triples(columns: &[Column]) -> String {
+    let columns = &by_name(columns);
     let item = |c: &Column| format!("{0}, OLD.{1}, NEW.{1}", string(&c.name), identifier(&c.name));
     variadic(columns, TRIPLES_PER_CALL, 2, item)
 }
@@ -295,8 +297,7 @@ mod tests {
             "CREATE TRIGGER \"ps_view_insert_t\" INSTEAD OF INSERT ON \"t\" FOR EACH ROW BEGIN\n\
              SELECT CASE WHEN (NEW.id IS NULL) THEN RAISE (FAIL, 'id is required') WHEN (typeof(NEW.id) != 'text') THEN RAISE (FAIL, 'id should be text') END;\n\
              INSERT INTO \"ps_data__t\"(id, \"a\") VALUES (NEW.id, NEW.\"a\");\n\
-             INSERT INTO ps_crud(data, tx_id) VALUES (oplite_crud_put('t', NEW.id, NULL, 0, 'a', NEW.\"a\"), oplite_crud_tx(1));\n\
-             INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES ('t', NEW.id);\n\
+             SELECT oplite_crud_put('t', NEW.id, NULL, 0, 'a', NEW.\"a\");\n\
              INSERT INTO powersync_crud(op) SELECT NULL WHERE 0;\nEND"
         );
     }
@@ -318,7 +319,7 @@ mod tests {
         assert!(local.iter().all(|(_, sql)| !sql.contains("ps_crud") && !sql.contains("powersync_crud")));
         let insert_only = triggers(r#"{"name":"i","insert_only":true,"columns":[{"name":"a","type":"text"}]}"#);
         assert_eq!(insert_only.len(), 1);
-        assert!(!insert_only[0].1.contains("ps_data__i") && insert_only[0].1.contains("oplite_crud_tx(0)"));
+        assert!(!insert_only[0].1.contains("ps_data__i") && insert_only[0].1.contains("oplite_crud_put('i', NEW.id, NULL, 1"));
     }
 
     #[test]

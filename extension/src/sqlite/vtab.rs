@@ -2,11 +2,13 @@
 //!
 //! oplite needs to know where a transaction starts and ends without taking
 //! the connection's one commit hook (the host may own it): the upload queue
-//! gives every write of one transaction the same `tx_id`. SQLite tells a
-//! virtual table exactly that, through `xBegin`, `xCommit`, `xRollback` and
-//! the savepoint callbacks, as soon as a statement that may write to it
-//! starts. That is the only reason this module exists, and why the tables it
-//! makes can be written (INSERT) but never read: reading returns no rows.
+//! gives every write of one transaction the same `tx_id`, and writes its
+//! entries when the transaction commits. SQLite tells a virtual table
+//! exactly that, through `xBegin`, `xSync` (where it may still write, as
+//! FTS5 does), `xCommit`, `xRollback` and the savepoint callbacks, as soon
+//! as a statement that may write to it starts. That is the only reason this
+//! module exists, and why the tables it makes can be written (INSERT) but
+//! never read: reading returns no rows.
 //!
 //! rusqlite's `vtab` module has no savepoint callbacks (`xSavepoint`,
 //! `xRollbackTo`), which oplite needs to notice `ROLLBACK TO`; this module is
@@ -21,7 +23,7 @@ use rusqlite::ffi;
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
-use super::{panic_error, value_ref};
+use super::{panic_error, set_result_ref, value_ref};
 use crate::error::{OpliteError, Result};
 
 /// What a write-only table does. Each method gets the connection the table
@@ -36,13 +38,31 @@ pub trait WriteOnlyTable: Send + Sync + 'static {
     fn begin(&self, _db: &Connection) -> Result<()> {
         Ok(())
     }
+    /// The transaction is about to commit (two-phase commit, first phase):
+    /// the table may still write to the database, as FTS5 flushes its
+    /// pending terms here.
+    fn sync(&self, _db: &Connection) -> Result<()> {
+        Ok(())
+    }
     /// The transaction committed.
     fn commit(&self) {}
     /// The transaction rolled back.
     fn rollback(&self) {}
+    /// A savepoint (or a statement's own sub-transaction) with index
+    /// `savepoint` opened.
+    fn savepoint(&self, _savepoint: i32) {}
+    /// Savepoints with index `savepoint` and above were released.
+    fn release(&self, _savepoint: i32) {}
     /// `ROLLBACK TO` a savepoint, or a failed statement rolled back its own
-    /// changes. `savepoint` is SQLite's savepoint index.
+    /// changes: everything since savepoint `savepoint` opened is undone.
     fn rollback_to(&self, _savepoint: i32) {}
+    /// How many rows a SELECT from the table returns.
+    fn row_count(&self) -> usize {
+        0
+    }
+    /// Column `column` of row `row` (0-based), for a SELECT: passes the
+    /// value to `result` (which copies it), or does nothing for NULL.
+    fn column(&self, _row: usize, _column: usize, _result: &mut dyn FnMut(ValueRef<'_>)) {}
 }
 
 struct ModuleAux {
@@ -61,6 +81,18 @@ struct VTab {
 #[repr(C)]
 struct Cursor {
     base: ffi::sqlite3_vtab_cursor,
+    row: usize,
+}
+
+/// The table implementation behind a cursor.
+///
+/// SAFETY: `cursor` must be a Cursor from x_open, whose table is alive.
+unsafe fn cursor_table<'a>(cursor: *mut ffi::sqlite3_vtab_cursor) -> (&'a mut Cursor, &'a ModuleAux) {
+    unsafe {
+        let cursor = &mut *cursor.cast::<Cursor>();
+        let table = &*cursor.base.pVtab.cast::<VTab>();
+        (cursor, &*table.aux)
+    }
 }
 
 /// Registers the eponymous table `name` on `db`. `declaration` is the
@@ -104,13 +136,13 @@ static MODULE: ffi::sqlite3_module = ffi::sqlite3_module {
     xRowid: Some(x_rowid),
     xUpdate: Some(x_update),
     xBegin: Some(x_begin),
-    xSync: Some(x_ok),
+    xSync: Some(x_sync),
     xCommit: Some(x_commit),
     xRollback: Some(x_rollback),
     xFindFunction: None,
     xRename: None,
-    xSavepoint: Some(x_savepoint_ok),
-    xRelease: Some(x_savepoint_ok),
+    xSavepoint: Some(x_savepoint),
+    xRelease: Some(x_release),
     xRollbackTo: Some(x_rollback_to),
     xShadowName: None,
     xIntegrity: None,
@@ -203,17 +235,17 @@ unsafe extern "C" fn x_disconnect(vtab: *mut ffi::sqlite3_vtab) -> c_int {
 }
 
 unsafe extern "C" fn x_best_index(_vtab: *mut ffi::sqlite3_vtab, info: *mut ffi::sqlite3_index_info) -> c_int {
-    // SAFETY: info is valid for this call. Every scan is empty, so any plan
-    // is as good as another.
+    // SAFETY: info is valid for this call. Every read is a full scan of a
+    // small buffer, so any plan is as good as another.
     unsafe {
         (*info).estimatedCost = 1.0;
-        (*info).estimatedRows = 0;
+        (*info).estimatedRows = 100;
     }
     ffi::SQLITE_OK
 }
 
 unsafe extern "C" fn x_open(vtab: *mut ffi::sqlite3_vtab, pp_cursor: *mut *mut ffi::sqlite3_vtab_cursor) -> c_int {
-    let cursor = Box::new(Cursor { base: ffi::sqlite3_vtab_cursor { pVtab: vtab } });
+    let cursor = Box::new(Cursor { base: ffi::sqlite3_vtab_cursor { pVtab: vtab }, row: 0 });
     // SAFETY: pp_cursor is SQLite's out-pointer; freed in x_close.
     unsafe { *pp_cursor = Box::into_raw(cursor).cast::<ffi::sqlite3_vtab_cursor>() };
     ffi::SQLITE_OK
@@ -226,32 +258,45 @@ unsafe extern "C" fn x_close(cursor: *mut ffi::sqlite3_vtab_cursor) -> c_int {
 }
 
 unsafe extern "C" fn x_filter(
-    _cursor: *mut ffi::sqlite3_vtab_cursor,
+    cursor: *mut ffi::sqlite3_vtab_cursor,
     _idx_num: c_int,
     _idx_str: *const c_char,
     _argc: c_int,
     _argv: *mut *mut ffi::sqlite3_value,
 ) -> c_int {
+    // SAFETY: SQLite passes a cursor from x_open.
+    unsafe { cursor_table(cursor).0.row = 0 };
     ffi::SQLITE_OK
 }
 
-unsafe extern "C" fn x_next(_cursor: *mut ffi::sqlite3_vtab_cursor) -> c_int {
+unsafe extern "C" fn x_next(cursor: *mut ffi::sqlite3_vtab_cursor) -> c_int {
+    // SAFETY: SQLite passes a cursor from x_open.
+    unsafe { cursor_table(cursor).0.row += 1 };
     ffi::SQLITE_OK
 }
 
-unsafe extern "C" fn x_eof(_cursor: *mut ffi::sqlite3_vtab_cursor) -> c_int {
-    1
+unsafe extern "C" fn x_eof(cursor: *mut ffi::sqlite3_vtab_cursor) -> c_int {
+    // SAFETY: SQLite passes a cursor from x_open.
+    let (cursor, aux) = unsafe { cursor_table(cursor) };
+    let count = catch_unwind(AssertUnwindSafe(|| aux.table.row_count())).unwrap_or(0);
+    c_int::from(cursor.row >= count)
 }
 
-unsafe extern "C" fn x_column(_cursor: *mut ffi::sqlite3_vtab_cursor, ctx: *mut ffi::sqlite3_context, _i: c_int) -> c_int {
-    // SAFETY: ctx is valid for this call.
-    unsafe { ffi::sqlite3_result_null(ctx) };
+unsafe extern "C" fn x_column(cursor: *mut ffi::sqlite3_vtab_cursor, ctx: *mut ffi::sqlite3_context, i: c_int) -> c_int {
+    // SAFETY: SQLite passes a cursor from x_open and a live context.
+    unsafe {
+        let (cursor, aux) = cursor_table(cursor);
+        ffi::sqlite3_result_null(ctx);
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            aux.table.column(cursor.row, i.max(0) as usize, &mut |value| set_result_ref(ctx, value))
+        }));
+    }
     ffi::SQLITE_OK
 }
 
-unsafe extern "C" fn x_rowid(_cursor: *mut ffi::sqlite3_vtab_cursor, rowid: *mut ffi::sqlite3_int64) -> c_int {
-    // SAFETY: rowid is SQLite's out-pointer.
-    unsafe { *rowid = 0 };
+unsafe extern "C" fn x_rowid(cursor: *mut ffi::sqlite3_vtab_cursor, rowid: *mut ffi::sqlite3_int64) -> c_int {
+    // SAFETY: SQLite passes a cursor from x_open; rowid is its out-pointer.
+    unsafe { *rowid = cursor_table(cursor).0.row as i64 };
     ffi::SQLITE_OK
 }
 
@@ -283,8 +328,8 @@ unsafe extern "C" fn x_begin(vtab: *mut ffi::sqlite3_vtab) -> c_int {
     unsafe { with_table(vtab, |table, aux| aux.table.begin(&table.db)) }
 }
 
-unsafe extern "C" fn x_ok(_vtab: *mut ffi::sqlite3_vtab) -> c_int {
-    ffi::SQLITE_OK
+unsafe extern "C" fn x_sync(vtab: *mut ffi::sqlite3_vtab) -> c_int {
+    unsafe { with_table(vtab, |table, aux| aux.table.sync(&table.db)) }
 }
 
 unsafe extern "C" fn x_commit(vtab: *mut ffi::sqlite3_vtab) -> c_int {
@@ -305,8 +350,22 @@ unsafe extern "C" fn x_rollback(vtab: *mut ffi::sqlite3_vtab) -> c_int {
     }
 }
 
-unsafe extern "C" fn x_savepoint_ok(_vtab: *mut ffi::sqlite3_vtab, _savepoint: c_int) -> c_int {
-    ffi::SQLITE_OK
+unsafe extern "C" fn x_savepoint(vtab: *mut ffi::sqlite3_vtab, savepoint: c_int) -> c_int {
+    unsafe {
+        with_table(vtab, |_, aux| {
+            aux.table.savepoint(savepoint);
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn x_release(vtab: *mut ffi::sqlite3_vtab, savepoint: c_int) -> c_int {
+    unsafe {
+        with_table(vtab, |_, aux| {
+            aux.table.release(savepoint);
+            Ok(())
+        })
+    }
 }
 
 unsafe extern "C" fn x_rollback_to(vtab: *mut ffi::sqlite3_vtab, savepoint: c_int) -> c_int {
