@@ -88,3 +88,5 @@ pub fn error_code(err: &rusqlite::Error) -> i32 {
         other => panic!("not a SQLite failure: {other:?}"),
     }
 }
+
+pub mod schema;
