@@ -91,3 +91,5 @@ pub fn error_code(err: &rusqlite::Error) -> i32 {
         other => panic!("not a SQLite failure: {other:?}"),
     }
 }
+
+pub mod schema;
