@@ -12,7 +12,6 @@
 //! multiplier against the plain table. Nothing here asserts on time.
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use std::path::PathBuf;
