@@ -3,7 +3,10 @@
 //! Everything above this module uses safe types: a [`rusqlite::Connection`]
 //! for statements, [`ValueRef`] for arguments and [`Value`] for results.
 //! Raw pointers, `extern "C"` callbacks and the entry points live here and
-//! nowhere else.
+//! nowhere else: this file (functions, entry points) and its two
+//! submodules, `vtab` (write-only virtual tables that see transactions
+//! begin, commit, roll back and hit savepoints) and `connection_data`
+//! (per-connection state and the change hooks).
 //!
 //! Why not rusqlite's own `create_scalar_function`? It reports every error as
 //! `SQLITE_ERROR` (it sets the code before the message, and SQLite resets the

@@ -11,7 +11,7 @@
 //! such as ps_updated_rows are not reported by SQLite), as in the reference.
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use rusqlite::types::Value;
 use rusqlite::Connection;
@@ -55,12 +55,28 @@ impl ChangeObserver for TableChanges {
     }
 }
 
-static TABLE_CHANGES: ClientDataKey<TableChanges> = ClientDataKey::new(c"oplite.table_changes");
+/// The connection's record, once hooks are installed. The record itself is
+/// leaked on purpose (one per connection that installs hooks): SQLite may
+/// call the rollback hook after freeing client data.
+#[derive(Default)]
+pub struct InstalledHooks {
+    changes: OnceLock<&'static TableChanges>,
+}
+
+static HOOKS: ClientDataKey<InstalledHooks> = ClientDataKey::new(c"oplite.update_hooks");
+
+/// Installs the hooks on `db` (again, if the host replaced them).
+pub fn install(db: &Connection) {
+    let changes = *client_data(db, &HOOKS).changes.get_or_init(|| Box::leak(Box::default()));
+    install_change_hooks(db, changes);
+}
 
 /// The tables changed by committed transactions since the last call, as a
 /// JSON array; forgets them.
 pub fn take_committed_changes(db: &Connection) -> Result<String> {
-    let changes = client_data(db, &TABLE_CHANGES);
+    let Some(changes) = client_data(db, &HOOKS).changes.get() else {
+        return Ok("[]".into());
+    };
     let tables = match changes.changes.lock() {
         Ok(mut changes) => std::mem::take(&mut changes.committed),
         Err(_) => return Err(OpliteError::Internal("update hook state poisoned".into())),
@@ -76,7 +92,7 @@ pub(super) fn register(db: &Connection) -> Result<()> {
         Purity::Volatile,
         Box::new(|db, args| match text_arg(args, 0, "powersync_update_hooks")? {
             Some("install") => {
-                install_change_hooks(db, &TABLE_CHANGES);
+                install(db);
                 Ok(Value::Null)
             }
             Some("get") => take_committed_changes(db).map(Value::Text),

@@ -11,7 +11,9 @@
 //! `sqlite3_rollback_hook`) are per connection and there is one of each:
 //! installing them replaces the host's. oplite installs them only when the
 //! host asks (`powersync_update_hooks('install')`), as the reference core
-//! does.
+//! does. Their state cannot be client data: SQLite frees client data before
+//! the rollback it runs while closing a connection, and that rollback calls
+//! the hook (found the hard way: a use after free that hung at exit).
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::marker::PhantomData;
@@ -74,13 +76,17 @@ pub trait ChangeObserver: Default + Send + Sync + 'static {
     fn rolled_back(&self);
 }
 
-/// Installs update, commit and rollback hooks on `db` that report to the
-/// observer stored under `key` (replacing any hooks the host installed).
-pub fn install_change_hooks<T: ChangeObserver>(db: &Connection, key: &ClientDataKey<T>) {
-    let observer: *const T = client_data(db, key);
-    let arg = observer.cast_mut().cast::<c_void>();
-    // SAFETY: the observer lives until the connection closes; the hooks
-    // cannot fire after that.
+/// Installs update, commit and rollback hooks on `db` that report to
+/// `observer` (replacing any hooks the host installed).
+///
+/// The observer must outlive the connection, hence `'static`: SQLite calls
+/// the rollback hook while it closes the connection, *after* it has freed
+/// the connection's client data (see `sqlite3Close`), so the observer
+/// cannot live there. Callers leak one observer per connection.
+pub fn install_change_hooks<T: ChangeObserver>(db: &Connection, observer: &'static T) {
+    let arg = (observer as *const T).cast_mut().cast::<c_void>();
+    // SAFETY: the observer lives forever; the hooks may fire until the
+    // connection is gone.
     unsafe {
         ffi::sqlite3_update_hook(db.handle(), Some(update_hook::<T>), arg);
         ffi::sqlite3_commit_hook(db.handle(), Some(commit_hook::<T>), arg);

@@ -343,8 +343,14 @@ unsafe extern "C" fn x_commit(vtab: *mut ffi::sqlite3_vtab) -> c_int {
 
 unsafe extern "C" fn x_rollback(vtab: *mut ffi::sqlite3_vtab) -> c_int {
     unsafe {
-        with_table(vtab, |_, aux| {
+        with_table(vtab, |table, aux| {
             aux.table.rollback();
+            // Statements cached on the table's connection would make
+            // sqlite3_close() fail with SQLITE_BUSY when it closes a
+            // connection with an open transaction: it rolls back (calling
+            // this) before it checks for unfinalized statements, and the
+            // table is not disconnected until after. Rollbacks are rare.
+            table.db.flush_prepared_statement_cache();
             Ok(())
         })
     }
