@@ -28,6 +28,11 @@ step "unit and integration tests"
 
 cargo test-ext
 
+step "test-data, the loopback service and the CLI end to end"
+# Sync, local write + upload + confirmed write checkpoint, reconnect after a
+# dropped stream, expired and expiring tokens, the binary and the demo.
+cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli
+
 if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
   step "building the extension for wasm32-unknown-unknown"
   bash scripts/build-wasm.sh oplite --no-default-features --features static

@@ -31,8 +31,8 @@
 //! # Faults for tests
 //!
 //! [`TestService::drop_next_stream_after`] cuts the next stream after a
-//! number of lines without ending the chunked body, as a dropped
-//! connection looks to the client. [`TestService::expire_token`] makes open
+//! number of lines: the body breaks off mid-stream (an invalid chunk, so
+//! the client's read fails as on a reset connection). [`TestService::expire_token`] makes open
 //! streams of that token send `{"token_expires_in": 0}` and close, and new
 //! requests with it get 401.
 
@@ -70,7 +70,8 @@ pub struct ServiceOptions {
     pub static_tokens: Vec<String>,
     /// Time between keep-alive lines on an idle stream.
     pub keepalive: Duration,
-    /// Ops per data line for explicit buckets and uploads.
+    /// Ops per data line for explicit buckets and uploads (a generated
+    /// stream uses its own `ops_per_line`).
     pub ops_per_line: usize,
     /// The address to bind (default 127.0.0.1:0, a free port).
     pub bind: SocketAddr,
@@ -196,6 +197,7 @@ impl State {
                     });
                 }
                 state.next_op_id = spec.ops as i64 + 1;
+                state.ops_per_line = spec.ops_per_line.max(1);
                 state.spec = Some(spec.clone());
             }
             Dataset::Buckets(buckets) => {
@@ -715,8 +717,14 @@ fn stream(
             state.stats.dropped_streams += 1;
         }
     }
-    // A dropped stream just closes the socket (no final chunk); an error
-    // means the client went away.
+    // A planned drop breaks the chunked framing: tiny_http keeps the socket
+    // open for a next request, so closing our writer alone would leave the
+    // client waiting; an invalid chunk header makes it fail at once, as on
+    // a connection reset. An error means the client went away.
+    if let Ok(StreamEnd::Dropped) = result {
+        let _ = out.out.write_all(b"\r\nconnection dropped by oplite-test-server\r\n");
+        let _ = out.out.flush();
+    }
     result.map(|_| ())
 }
 
@@ -868,5 +876,48 @@ mod tests {
         let entry = state.buckets[3].entry();
         assert_eq!(entry.count, 11);
         assert!(state.apply_crud(&json!({"op": "NOPE", "type": "a", "id": "b"})).is_err());
+    }
+}
+
+#[cfg(test)]
+mod http_tests {
+    use super::*;
+
+    fn get(url: &str, token: Option<&str>) -> (u16, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let mut request = agent.get(url);
+        if let Some(token) = token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let mut response = request.call().unwrap();
+        (response.status().as_u16(), response.body_mut().read_to_string().unwrap())
+    }
+
+    #[test]
+    fn endpoints_check_tokens_and_answer_in_the_service_shapes() {
+        let service = TestService::start(ServiceOptions::new(Dataset::Generated(StreamSpec::benchmark(10)))).unwrap();
+        assert!(service.addr().ip().is_loopback());
+        let url = service.url();
+        assert_eq!(get(&format!("{url}/probes/liveness"), None).0, 200);
+        let (status, body) = get(&format!("{url}/write-checkpoint2.json?client_id=c1"), None);
+        assert_eq!(status, 401);
+        assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["status"], 401);
+        let (status, body) = get(&format!("{url}/write-checkpoint2.json?client_id=c1"), Some("dev"));
+        assert_eq!(status, 200);
+        assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), json!({"data": {"write_checkpoint": "1"}}));
+        let (_, token) = get(&format!("{url}/dev/token?ttl=60"), None);
+        assert_eq!(get(&format!("{url}/write-checkpoint2.json?client_id=c1"), Some(&token)).0, 200);
+        service.expire_token(&token);
+        assert_eq!(get(&format!("{url}/write-checkpoint2.json?client_id=c1"), Some(&token)).0, 401);
+        assert_eq!(get(&format!("{url}/nope"), Some("dev")).0, 404);
+        let stats = service.stats();
+        assert_eq!((stats.unauthorized, stats.write_checkpoints), (2, 2));
+    }
+
+    #[test]
+    fn binding_elsewhere_than_loopback_is_refused() {
+        let mut options = ServiceOptions::new(Dataset::Buckets(Vec::new()));
+        options.bind = SocketAddr::from(([0, 0, 0, 0], 0));
+        assert!(TestService::start(options).is_err());
     }
 }
