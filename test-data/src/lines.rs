@@ -96,6 +96,12 @@ pub fn checkpoint_complete(last_op_id: i64) -> Value {
     json!({"checkpoint_complete": {"last_op_id": last_op_id.to_string()}})
 }
 
+/// `{"partial_checkpoint_complete": {"last_op_id", "priority"}}`: every
+/// bucket of priority `priority` or higher (lower number) is complete.
+pub fn partial_checkpoint_complete(last_op_id: i64, priority: i32) -> Value {
+    json!({"partial_checkpoint_complete": {"last_op_id": last_op_id.to_string(), "priority": priority}})
+}
+
 /// The keep-alive line `{"token_expires_in": seconds}`.
 pub fn token_expires_in(seconds: i64) -> Value {
     json!({"token_expires_in": seconds})

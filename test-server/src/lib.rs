@@ -728,6 +728,38 @@ fn stream(
     result.map(|_| ())
 }
 
+/// Sends the data of a checkpoint, highest priority first, as the service
+/// does: after the buckets of each priority but the last comes
+/// `partial_checkpoint_complete` for it, and `checkpoint_complete` ends.
+fn send_by_priority(
+    out: &mut ChunkedLines,
+    mut sources: Vec<(String, i32, i64, OpSource)>,
+    ops_per_line: usize,
+    last_op_id: i64,
+) -> io::Result<Result<(), StreamEnd>> {
+    sources.sort_by_key(|s| s.1);
+    let mut priorities: Vec<i32> = sources.iter().map(|s| s.1).collect();
+    priorities.dedup();
+    for (i, priority) in priorities.iter().enumerate() {
+        let group: Vec<_> = {
+            let (group, rest): (Vec<_>, Vec<_>) = sources.into_iter().partition(|s| s.1 == *priority);
+            sources = rest;
+            group
+        };
+        for line in DataLines::new(group, ops_per_line, out.encoding) {
+            if let Err(end) = out.send(&line)? {
+                return Ok(Err(end));
+            }
+        }
+        if i + 1 < priorities.len() {
+            if let Err(end) = out.send_value(&lines::partial_checkpoint_complete(last_op_id, *priority))? {
+                return Ok(Err(end));
+            }
+        }
+    }
+    out.send_value(&lines::checkpoint_complete(last_op_id))
+}
+
 fn stream_lines(
     shared: &Shared,
     out: &mut ChunkedLines,
@@ -768,10 +800,9 @@ fn stream_lines(
     };
     let last_op_id = checkpoint["checkpoint"]["last_op_id"].as_str().unwrap_or("0").parse().unwrap_or(0);
     send!(out.send_value(&checkpoint));
-    for line in DataLines::new(sources, ops_per_line, out.encoding) {
-        send!(out.send(&line));
+    if let Err(end) = send_by_priority(out, sources, ops_per_line, last_op_id)? {
+        return Ok(end);
     }
-    send!(out.send_value(&lines::checkpoint_complete(last_op_id)));
 
     // Live: keep-alives, token expiry, and new checkpoints on changes.
     let mut last_keepalive = Instant::now();
@@ -833,10 +864,9 @@ fn stream_lines(
         let last_op_id = state.last_op_id();
         drop(state);
         send!(out.send_value(&lines::checkpoint_diff(last_op_id, wc, &updated, &removed)));
-        for line in DataLines::new(sources, ops_per_line, out.encoding) {
-            send!(out.send(&line));
+        if let Err(end) = send_by_priority(out, sources, ops_per_line, last_op_id)? {
+            return Ok(end);
         }
-        send!(out.send_value(&lines::checkpoint_complete(last_op_id)));
         for name in &removed {
             sent.remove(name);
             sent_through.remove(name);
@@ -912,6 +942,49 @@ mod http_tests {
         assert_eq!(get(&format!("{url}/nope"), Some("dev")).0, 404);
         let stats = service.stats();
         assert_eq!((stats.unauthorized, stats.write_checkpoints), (2, 2));
+    }
+
+    #[test]
+    fn a_stream_sends_priorities_in_order_with_partial_completions() {
+        use std::io::BufRead;
+        let lines = oplite_test_data::recorded::todo_list_lines();
+        let service = TestService::start(ServiceOptions::new(Dataset::Buckets(
+            oplite_test_data::recorded::buckets_from_lines(&lines),
+        )))
+        .unwrap();
+        let response = ureq::post(format!("{}/sync/stream", service.url()))
+            .header("Authorization", "Token dev")
+            .send(r#"{"buckets":[{"name":"user_todos","after":"5"}],"client_id":"c1"}"#)
+            .unwrap();
+        assert_eq!(response.headers().get("content-type").unwrap(), "application/x-ndjson");
+        let mut reader = std::io::BufReader::new(response.into_body().into_reader());
+        let mut kinds = Vec::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let value: Value = serde_json::from_str(&line).unwrap();
+            let (kind, body) = value.as_object().unwrap().iter().next().unwrap();
+            kinds.push(match kind.as_str() {
+                "data" => format!("data {} after {}", body["bucket"].as_str().unwrap(), body["after"].as_str().unwrap()),
+                "partial_checkpoint_complete" => format!("partial {}", body["priority"]),
+                other => other.to_owned(),
+            });
+            if kind == "checkpoint_complete" {
+                break;
+            }
+        }
+        assert_eq!(
+            kinds,
+            [
+                "token_expires_in",
+                "checkpoint",
+                "data shared after 0",
+                "partial 1",
+                "data user_lists after 0",
+                "data user_todos after 5",
+                "checkpoint_complete"
+            ]
+        );
     }
 
     #[test]

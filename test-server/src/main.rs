@@ -7,7 +7,9 @@
 //! ```
 //!
 //! Serves a generated stream (`--shape`, default `benchmark`, `--ops`,
-//! default 100000) or a recorded one (`--recorded stream.ndjson`) on
+//! default 100000) or the buckets of a recorded one (`--recorded
+//! stream.ndjson`: its checkpoints and data lines are read into buckets,
+//! which are served to any `after`, not replayed line by line) on
 //! 127.0.0.1 until killed. Accepts the token `dev` unless `--token` is
 //! given; `GET /dev/token` issues more.
 
