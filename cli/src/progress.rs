@@ -102,7 +102,9 @@ impl Progress {
     pub fn status(&mut self, status: &Value) {
         let summary = StatusSummary::from_status(status);
         if summary.downloading {
-            self.bar.set_prefix("downloading");
+            // Everything is here: the engine is validating and applying.
+            let complete = summary.total > 0 && summary.downloaded >= summary.total;
+            self.bar.set_prefix(if complete { "applying" } else { "downloading" });
             self.bar.set_length(summary.total.max(summary.downloaded));
             self.bar.set_position(summary.downloaded);
         } else if summary.connected {

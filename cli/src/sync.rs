@@ -232,9 +232,15 @@ impl<'a> Session<'a> {
                 Instruction::EstablishSyncStream { .. } => {
                     // Only expected from `start`, which the loop handles.
                 }
+                Instruction::FetchCredentials { did_expire: false } if !self.options.credentials.can_refresh() => {
+                    // A fixed token cannot be renewed ahead of time; keep
+                    // streaming until it expires (then the service says so).
+                    self.log("the token expires soon and cannot be renewed (use --token-command)");
+                }
                 Instruction::FetchCredentials { did_expire } => {
+                    let previous = self.token.clone();
                     self.refresh_credentials()?;
-                    if !did_expire && self.iteration {
+                    if !did_expire && self.iteration && self.token != previous {
                         // Prefetched: restart the stream with the new token.
                         let more = self.db.control("refreshed_token", Payload::Null)?;
                         self.iteration = false;

@@ -357,6 +357,18 @@ fn a_token_about_to_expire_is_prefetched_and_the_stream_restarted() {
 }
 
 #[test]
+fn a_fixed_token_about_to_expire_is_used_without_reconnecting() {
+    let dir = scratch("token-fixed-soon");
+    let service = generated(StreamSpec::benchmark(300));
+    let token = service.issue_token(Duration::from_secs(20));
+    let db = Database::open(&dir.join("app.db")).unwrap();
+    let summary = oplite_cli::run(&db, &options(&service, TokenSource::Fixed(token))).unwrap();
+    assert_eq!(summary.connections, 1, "no reconnect loop with a token that cannot be renewed");
+    assert_eq!(summary.credential_refreshes, 0);
+    assert_eq!(summary.ops, 300);
+}
+
+#[test]
 fn a_fixed_token_the_service_refuses_is_a_clear_error() {
     let dir = scratch("token-bad");
     let service = generated(StreamSpec::benchmark(10));
