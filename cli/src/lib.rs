@@ -87,6 +87,9 @@ pub fn print_summary(summary: &Summary, db_path: &std::path::Path) {
         ),
         None => println!("  seconds     {:.2}", summary.seconds),
     }
+    if let Some(strategy) = &summary.strategy {
+        println!("  strategy    {strategy}");
+    }
     if summary.uploaded > 0 || summary.confirmed_write_checkpoint.is_some() {
         println!(
             "  uploads     {} entries{}",

@@ -61,6 +61,14 @@ pub enum Dataset {
     Buckets(Vec<ServerBucket>),
 }
 
+impl Dataset {
+    /// The buckets of a [`ServerModel`](oplite_test_data::ServerModel)
+    /// (its ops since each bucket's last CLEAR).
+    pub fn from_model(model: &oplite_test_data::ServerModel) -> Self {
+        Dataset::Buckets(model.buckets.clone())
+    }
+}
+
 /// How the service behaves.
 #[derive(Clone, Debug)]
 pub struct ServiceOptions {
