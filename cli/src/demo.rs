@@ -109,7 +109,7 @@ pub fn run(options: &DemoOptions) -> Result<(), Error> {
         let started = Instant::now();
         let conn = db.conn();
         let edited = format!("{}1", oplite_test_data::stream::ROW_ID_PREFIX);
-        local::write(conn, oplite_test_data::stream::ROW_TYPE, &edited, &LocalWrite::Patch(local::columns(json!({"n": -1, "note": "edited offline"}))))
+        local::write(conn, oplite_test_data::stream::ROW_TYPE, &edited, &LocalWrite::Patch(local::columns(json!({"n": -1}))))
             .map_err(|e| Error::Database(format!("local write: {e}")))?;
         local::write(conn, "notes", "note-1", &LocalWrite::Put(local::columns(json!({"text": "written by oplite demo"}))))
             .map_err(|e| Error::Database(format!("local write: {e}")))?;
@@ -118,14 +118,21 @@ pub fn run(options: &DemoOptions) -> Result<(), Error> {
         again.timeout = Some(Duration::from_secs(60));
         let round = sync::run(&db, &again)?;
         let stats = service.stats();
+        // Through the schema's view when there is one, else ps_untyped.
         let edited_data: String = conn
             .query_row(
-                "SELECT data FROM ps_untyped WHERE type = ?1 AND id = ?2
-                 UNION ALL SELECT NULL WHERE 0",
-                [oplite_test_data::stream::ROW_TYPE, &edited],
+                &format!("SELECT json_object('n', n) FROM {} WHERE id = ?1", oplite_test_data::stream::ROW_TYPE),
+                [&edited],
                 |r| r.get(0),
             )
-            .unwrap_or_else(|_| "(in the app's typed table)".into());
+            .or_else(|_| {
+                conn.query_row(
+                    "SELECT data FROM ps_untyped WHERE type = ?1 AND id = ?2",
+                    [oplite_test_data::stream::ROW_TYPE, &edited],
+                    |r| r.get(0),
+                )
+            })
+            .unwrap_or_else(|_| "(not found)".into());
         println!(
             "  uploaded {} entries, write checkpoint {} confirmed in {:.0} ms ({} ops downloaded back)",
             round.uploaded,

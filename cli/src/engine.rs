@@ -256,27 +256,40 @@ impl Database {
             .map_err(|e| Error::Database(format!("reading ps_buckets: {e}")))
     }
 
-    /// Synced rows visible to the app, per table: the data tables of the
-    /// schema (`ps_data__*`, `ps_data_local__*`) and, per type, the rows
-    /// without a table (`ps_untyped`).
+    /// Synced rows visible to the app, per table: the schema's views (or
+    /// their data tables, `ps_data__*` / `ps_data_local__*`, where there is
+    /// no view of the same name) and, per type, the rows without a table
+    /// (`ps_untyped`).
     pub fn row_counts(&self) -> Result<Vec<(String, i64)>, Error> {
         let err = |e: rusqlite::Error| Error::Database(format!("counting rows: {e}"));
-        let mut counts = Vec::new();
-        let tables: Vec<String> = {
+        let names: Vec<String> = {
             let mut stmt = self
                 .conn
-                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'ps_data_*' ORDER BY name")
+                .prepare(
+                    "SELECT name FROM sqlite_master
+                      WHERE type = 'view' AND name NOT GLOB 'ps_*' AND name NOT GLOB 'sqlite_*'
+                     UNION
+                     SELECT 'ps_data__' || substr(name, 10) FROM sqlite_master
+                      WHERE type = 'table' AND name GLOB 'ps_data__*'
+                        AND substr(name, 10) NOT IN (SELECT name FROM sqlite_master WHERE type = 'view')
+                     UNION
+                     SELECT name FROM sqlite_master
+                      WHERE type = 'table' AND name GLOB 'ps_data_local__*'
+                        AND substr(name, 16) NOT IN (SELECT name FROM sqlite_master WHERE type = 'view')
+                     ORDER BY 1",
+                )
                 .map_err(err)?;
             let names = stmt.query_map([], |r| r.get(0)).map_err(err)?;
             names.collect::<rusqlite::Result<_>>().map_err(err)?
         };
-        for table in tables {
+        let mut counts = Vec::new();
+        for name in names {
             let n: i64 = self
                 .conn
-                .query_row(&format!("SELECT count(*) FROM \"{}\"", table.replace('"', "\"\"")), [], |r| r.get(0))
+                .query_row(&format!("SELECT count(*) FROM \"{}\"", name.replace('"', "\"\"")), [], |r| r.get(0))
                 .map_err(err)?;
-            let name = table.trim_start_matches("ps_data_local__").trim_start_matches("ps_data__").to_owned();
-            counts.push((name, n));
+            let label = name.trim_start_matches("ps_data_local__").trim_start_matches("ps_data__").to_owned();
+            counts.push((label, n));
         }
         let mut stmt = self.conn.prepare("SELECT type, count(*) FROM ps_untyped GROUP BY type ORDER BY type").map_err(err)?;
         let untyped = stmt.query_map([], |r| Ok((format!("{} (untyped)", r.get::<_, String>(0)?), r.get(1)?))).map_err(err)?;
