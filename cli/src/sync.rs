@@ -413,13 +413,19 @@ impl<'a> Session<'a> {
                 None => None,
                 Some(StreamEvent::Text(line)) => {
                     self.count_line(line.len());
-                    let instructions = self.db.control("line_text", Payload::Text(&line))?;
-                    self.handle(instructions)?
+                    let result = self.db.control("line_text", Payload::Text(&line));
+                    match self.line_result(result)? {
+                        Some(instructions) => self.handle(instructions)?,
+                        None => return Ok(Reconnect::Later),
+                    }
                 }
                 Some(StreamEvent::Binary(doc)) => {
                     self.count_line(doc.len());
-                    let instructions = self.db.control("line_binary", Payload::Blob(&doc))?;
-                    self.handle(instructions)?
+                    let result = self.db.control("line_binary", Payload::Blob(&doc));
+                    match self.line_result(result)? {
+                        Some(instructions) => self.handle(instructions)?,
+                        None => return Ok(Reconnect::Later),
+                    }
                 }
                 Some(StreamEvent::End) => {
                     self.log("the service ended the stream");
@@ -439,6 +445,29 @@ impl<'a> Session<'a> {
             if let Some(close) = self.maybe_upload()? {
                 return Ok(close);
             }
+        }
+    }
+
+    /// A line the engine refused (a protocol error: a malformed or
+    /// out-of-order line) ends this connection, as in the SDKs: the
+    /// iteration is stopped and the loop reconnects after the backoff.
+    /// Other errors are fatal.
+    fn line_result(&mut self, result: Result<Vec<Instruction>, Error>) -> Result<Option<Vec<Instruction>>, Error> {
+        match result {
+            Ok(instructions) => Ok(Some(instructions)),
+            Err(Error::Engine(message)) => {
+                self.summary.failed_connections += 1;
+                self.log(format!("the engine refused a line: {message}"));
+                // The reference ends the iteration on such an error; oplite
+                // keeps it. Stopping covers both (a stop without an
+                // iteration returns nothing).
+                if let Ok(instructions) = self.db.control("stop", Payload::Null) {
+                    self.handle(instructions)?;
+                }
+                self.iteration = false;
+                Ok(None)
+            }
+            Err(other) => Err(other),
         }
     }
 

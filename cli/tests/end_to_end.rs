@@ -268,6 +268,26 @@ fn reconnects_and_resumes_after_the_service_drops_the_stream() {
     }
 }
 
+#[test]
+fn a_line_the_engine_refuses_ends_the_connection_and_the_loop_reconnects() {
+    for binary in [false, true] {
+        let dir = scratch(if binary { "garbage-bson" } else { "garbage-json" });
+        let spec = StreamSpec { ops_per_line: 100, ..StreamSpec::benchmark(2_000) };
+        let service = generated(spec.clone());
+        // After the keep-alive and the checkpoint.
+        service.corrupt_next_stream_after(2);
+        let path = dir.join("app.db");
+        let db = Database::open(&path).unwrap();
+        let mut options = options(&service, dev());
+        options.binary = binary;
+        let summary = oplite_cli::run(&db, &options).unwrap();
+        assert_eq!(summary.connections, 2, "binary: {binary}");
+        assert_eq!(summary.failed_connections, 1);
+        assert_eq!(summary.ops, spec.ops);
+        assert_benchmark_rows(&path, &spec);
+    }
+}
+
 /// Tokens from the service: the first with `first_ttl`, later ones valid
 /// for an hour; counts how many were asked for.
 fn issued_tokens(service: &TestService, first_ttl: Duration) -> (TokenSource, Arc<AtomicUsize>) {

@@ -34,7 +34,8 @@
 //! number of lines: the body breaks off mid-stream (an invalid chunk, so
 //! the client's read fails as on a reset connection). [`TestService::expire_token`] makes open
 //! streams of that token send `{"token_expires_in": 0}` and close, and new
-//! requests with it get 401.
+//! requests with it get 401. [`TestService::corrupt_next_stream_after`]
+//! slips an invalid line into the next stream.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
@@ -170,7 +171,7 @@ struct State {
     next_token: u64,
     /// Bumped on every change streams must see.
     version: u64,
-    drop_plans: VecDeque<usize>,
+    fault_plans: VecDeque<Fault>,
     stats: Stats,
     ops_per_line: usize,
 }
@@ -187,7 +188,7 @@ impl State {
             tokens: options.static_tokens.iter().map(|t| (t.clone(), None)).collect(),
             next_token: 1,
             version: 0,
-            drop_plans: VecDeque::new(),
+            fault_plans: VecDeque::new(),
             stats: Stats::default(),
             ops_per_line: options.ops_per_line.max(1),
         };
@@ -424,7 +425,14 @@ impl TestService {
 
     /// The next stream sends `lines` lines and then drops the connection.
     pub fn drop_next_stream_after(&self, lines: usize) {
-        self.shared.lock().drop_plans.push_back(lines);
+        self.shared.lock().fault_plans.push_back(Fault::Drop(lines));
+    }
+
+    /// The next stream sends `lines` lines, then a line that is not valid
+    /// (truncated JSON, or a BSON document with an unknown element type),
+    /// then carries on.
+    pub fn corrupt_next_stream_after(&self, lines: usize) {
+        self.shared.lock().fault_plans.push_back(Fault::Garbage(lines));
     }
 
     /// Writes a row on the service (as another client's upload would) and
@@ -639,8 +647,17 @@ struct ChunkedLines {
     encoding: Encoding,
     lines: u64,
     bytes: u64,
-    /// Lines left before the planned drop.
-    drop_after: Option<usize>,
+    /// The planned fault of this stream.
+    fault: Option<Fault>,
+}
+
+/// A fault planned for a stream.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// Drop the connection after this many lines.
+    Drop(usize),
+    /// Send an invalid line after this many lines.
+    Garbage(usize),
 }
 
 /// Why a stream ended (other than the client going away).
@@ -655,12 +672,25 @@ enum StreamEnd {
 
 impl ChunkedLines {
     fn send(&mut self, line: &[u8]) -> io::Result<Result<(), StreamEnd>> {
-        if let Some(left) = &mut self.drop_after {
-            if *left == 0 {
-                return Ok(Err(StreamEnd::Dropped));
+        match &mut self.fault {
+            Some(Fault::Drop(0)) => return Ok(Err(StreamEnd::Dropped)),
+            Some(Fault::Garbage(0)) => {
+                self.fault = None;
+                let garbage: &[u8] = match self.encoding {
+                    Encoding::Json => b"{\"checkpoint\":",
+                    // A document whose only element has type 0x7F.
+                    Encoding::Bson => b"\x0b\x00\x00\x00\x7fbad\x00\x00\x00",
+                };
+                self.write_chunk(garbage)?;
             }
-            *left -= 1;
+            Some(Fault::Drop(left) | Fault::Garbage(left)) => *left -= 1,
+            None => {}
         }
+        self.write_chunk(line)?;
+        Ok(Ok(()))
+    }
+
+    fn write_chunk(&mut self, line: &[u8]) -> io::Result<()> {
         let newline = self.encoding == Encoding::Json;
         let len = line.len() + newline as usize;
         write!(self.out, "{len:x}\r\n")?;
@@ -672,7 +702,7 @@ impl ChunkedLines {
         self.out.flush()?;
         self.lines += 1;
         self.bytes += len as u64;
-        Ok(Ok(()))
+        Ok(())
     }
 
     fn send_value(&mut self, line: &Value) -> io::Result<Result<(), StreamEnd>> {
@@ -710,12 +740,12 @@ fn stream(
         encoding.content_type()
     )?;
     raw.flush()?;
-    let drop_after = {
+    let fault = {
         let mut state = shared.lock();
         state.stats.streams += 1;
-        state.drop_plans.pop_front()
+        state.fault_plans.pop_front()
     };
-    let mut out = ChunkedLines { out: raw, encoding, lines: 0, bytes: 0, drop_after };
+    let mut out = ChunkedLines { out: raw, encoding, lines: 0, bytes: 0, fault };
     let result = stream_lines(shared, &mut out, request, token, token_left);
     {
         let mut state = shared.lock();
