@@ -39,7 +39,7 @@ pub enum Error {
     /// No token could be had.
     Credentials(String),
     /// `--timeout` passed before the sync completed; what was done so far.
-    Timeout(Summary),
+    Timeout(Box<Summary>),
     /// Bad arguments or input files.
     Usage(String),
 }

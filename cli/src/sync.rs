@@ -475,7 +475,7 @@ impl<'a> Session<'a> {
         self.first_line_at.get_or_insert_with(Instant::now);
         self.summary.lines += 1;
         self.summary.bytes += bytes as u64;
-        if self.summary.lines % 16 == 0 {
+        if self.summary.lines.is_multiple_of(16) {
             self.progress.bytes(self.summary.bytes);
         }
     }
@@ -557,7 +557,7 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
     summary.buckets = db.bucket_count()?;
     summary.seconds = started.elapsed().as_secs_f64();
     if !session.done && options.stop_when == StopWhen::Synced && !options.cancel.load(Ordering::SeqCst) {
-        return Err(Error::Timeout(summary));
+        return Err(Error::Timeout(Box::new(summary)));
     }
     Ok(summary)
 }
