@@ -448,6 +448,40 @@ fn the_binary_syncs_with_a_token_command_and_reports_a_summary() {
 }
 
 #[test]
+fn the_binary_keeps_syncing_until_interrupted_and_then_reports() {
+    let dir = scratch("binary-sigint");
+    let service = generated(StreamSpec::benchmark(1_000));
+    let db = dir.join("app.db");
+    let child = oplite()
+        .args(["sync", "--no-progress", "--endpoint", &service.url(), "--token", "dev"])
+        .arg("--db")
+        .arg(&db)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first complete sync, then a little longer (keep-alives).
+    let started = Instant::now();
+    loop {
+        assert!(started.elapsed() < Duration::from_secs(60), "no sync within 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+        let synced = Connection::open(&db)
+            .and_then(|c| c.query_row("SELECT count(*) FROM ps_sync_state", [], |r| r.get::<_, i64>(0)))
+            .unwrap_or(0);
+        if synced > 0 {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("1,000 downloaded into 10 buckets"), "{stdout}");
+}
+
+#[test]
 fn the_demo_runs_small() {
     let dir = scratch("demo");
     let db = dir.join("demo.db");

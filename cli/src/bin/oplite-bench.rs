@@ -8,6 +8,10 @@
 //!   SQLite connection;
 //! - **reference**: the PowerSync core (`../shared/tools/reference-core.sh`),
 //!   loaded into the same bundled SQLite with `load_extension`;
+//! - **oplite host over HTTP**: the whole `oplite` sync loop, with the
+//!   loopback test service streaming the lines over HTTP in the same
+//!   process (time from the first line received to the applied checkpoint;
+//!   its RSS includes the service);
 //! - **plain SQLite** (the floor): the lines parsed and the rows inserted
 //!   into a plain `(id TEXT PRIMARY KEY, data TEXT)` table in one
 //!   transaction.
@@ -22,7 +26,7 @@
 //! ```text
 //! cargo build --release -p oplite-cli --bin oplite-bench
 //! target/release/oplite-bench [--runs 5] [--sizes 100000,1000000]
-//!     [--encodings json,bson] [--engines oplite,reference,plain] [--shape benchmark]
+//!     [--encodings json,bson] [--engines oplite,oplite-http,reference,plain] [--shape benchmark]
 //! ```
 
 use std::borrow::Cow;
@@ -39,6 +43,8 @@ use serde_json::{json, Value};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Engine {
     Oplite,
+    /// oplite through the `oplite` host over HTTP from the loopback service.
+    OpliteHttp,
     Reference,
     Plain,
 }
@@ -47,6 +53,7 @@ impl Engine {
     fn name(self) -> &'static str {
         match self {
             Engine::Oplite => "oplite",
+            Engine::OpliteHttp => "oplite-http",
             Engine::Reference => "reference",
             Engine::Plain => "plain",
         }
@@ -55,6 +62,7 @@ impl Engine {
     fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "oplite" => Engine::Oplite,
+            "oplite-http" => Engine::OpliteHttp,
             "reference" => Engine::Reference,
             "plain" => Engine::Plain,
             _ => return None,
@@ -106,7 +114,7 @@ fn parent(args: &[String]) -> Result<(), String> {
     let mut runs = 5usize;
     let mut sizes = vec![100_000u64, 1_000_000];
     let mut encodings = vec![Encoding::Json, Encoding::Bson];
-    let mut engines = vec![Engine::Oplite, Engine::Reference, Engine::Plain];
+    let mut engines = vec![Engine::Oplite, Engine::OpliteHttp, Engine::Reference, Engine::Plain];
     let mut shape = "benchmark".to_owned();
     let mut dir = std::env::temp_dir().join(format!("oplite-bench-{}", std::process::id()));
     let mut it = args.iter();
@@ -120,7 +128,7 @@ fn parent(args: &[String]) -> Result<(), String> {
             "--shape" => shape = value()?,
             "--dir" => dir = PathBuf::from(value()?),
             "-h" | "--help" => {
-                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,reference,plain] [--shape benchmark] [--dir DIR]");
+                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-http,reference,plain] [--shape benchmark] [--dir DIR]");
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other:?}")),
@@ -217,7 +225,7 @@ fn print_table(results: &[(u64, Encoding, Engine, Run)], runs: usize, shape: &st
             Some(b) if b > 0.0 => format!("{:.2}x", total(run) / b),
             _ => "-".into(),
         };
-        let (store, apply) = if *engine == Engine::Plain {
+        let (store, apply) = if matches!(engine, Engine::Plain | Engine::OpliteHttp) {
             (format!("{:.2}", run.store), "-".to_owned())
         } else {
             (format!("{:.2}", run.store), format!("{:.2}", run.apply))
@@ -228,6 +236,7 @@ fn print_table(results: &[(u64, Encoding, Engine, Run)], runs: usize, shape: &st
             encoding_name(*enc).to_uppercase(),
             match engine {
                 Engine::Oplite => "oplite",
+                Engine::OpliteHttp => "oplite host over HTTP",
                 Engine::Reference => "reference core",
                 Engine::Plain => "plain SQLite (floor)",
             },
@@ -277,6 +286,7 @@ fn child(args: &[String]) -> Result<(), String> {
     let lines = spec.lines(enc, &HashMap::new());
     let (store, apply, rows) = match engine {
         Engine::Plain => plain(&conn, enc, lines)?,
+        Engine::OpliteHttp => http(&db_path, enc, &spec)?,
         Engine::Oplite | Engine::Reference => {
             if engine == Engine::Oplite {
                 oplite::register(&conn).map_err(|e| e.to_string())?;
@@ -340,6 +350,21 @@ fn core(conn: &Connection, enc: Encoding, lines: impl Iterator<Item = Vec<u8>>) 
         .query_row("SELECT count(*) FROM ps_untyped", [], |r| r.get(0))
         .map_err(|e| e.to_string())?;
     Ok((store.as_secs_f64(), apply.as_secs_f64(), rows as u64))
+}
+
+/// The whole host: the loopback service serves the stream over HTTP, the
+/// `oplite` sync loop stores and applies it. Timed from the first line
+/// received to the applied checkpoint; the service runs in this process.
+fn http(db_path: &Path, enc: Encoding, spec: &StreamSpec) -> Result<(f64, f64, u64), String> {
+    use oplite_test_server::{Dataset, ServiceOptions, TestService};
+    let service = TestService::start(ServiceOptions::new(Dataset::Generated(spec.clone()))).map_err(|e| e.to_string())?;
+    let db = oplite_cli::Database::open(db_path).map_err(|e| e.to_string())?;
+    let mut options = oplite_cli::SyncOptions::new(service.url(), oplite_cli::TokenSource::Fixed("dev".into()));
+    options.binary = enc == Encoding::Bson;
+    options.stop_when = oplite_cli::StopWhen::Synced;
+    let summary = oplite_cli::run(&db, &options).map_err(|e| e.to_string())?;
+    let rows: i64 = db.conn().query_row("SELECT count(*) FROM ps_untyped", [], |r| r.get(0)).map_err(|e| e.to_string())?;
+    Ok((summary.first_sync_seconds.unwrap_or(summary.seconds), 0.0, rows as u64))
 }
 
 #[derive(Deserialize)]
