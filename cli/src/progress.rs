@@ -125,9 +125,12 @@ impl Progress {
         self.bar.set_message(format_bytes(bytes));
     }
 
-    /// Shows a one-off event (reconnect, upload) above the bar.
+    /// Shows a one-off event (reconnect, upload) above the bar, or on
+    /// stderr when no bar is drawn.
     pub fn println(&self, line: impl AsRef<str>) {
-        if !self.bar.is_hidden() {
+        if self.bar.is_hidden() {
+            eprintln!("{}", line.as_ref());
+        } else {
             self.bar.println(line.as_ref());
         }
     }

@@ -199,17 +199,14 @@ enum Reconnect {
 impl<'a> Session<'a> {
     fn log(&self, line: impl AsRef<str>) {
         if self.options.verbose {
-            let line = line.as_ref();
-            if self.progress_visible() {
-                self.progress.println(line);
-            } else {
-                eprintln!("{line}");
-            }
+            self.progress.println(line);
         }
     }
 
-    fn progress_visible(&self) -> bool {
-        self.options.progress
+    /// Reports a problem the loop recovers from (failed connection,
+    /// failed upload): always shown, above the progress bar.
+    fn warn(&self, line: impl AsRef<str>) {
+        self.progress.println(format!("oplite: {}", line.as_ref()));
     }
 
     fn cancelled(&self) -> bool {
@@ -304,7 +301,7 @@ impl<'a> Session<'a> {
             }
             Err(e) => {
                 let delay = self.upload_backoff.next_delay();
-                self.log(format!("upload failed ({e}); retrying in {delay:?}"));
+                self.warn(format!("upload failed ({e}); retrying in {delay:?}"));
                 self.upload_retry_at = Some(Instant::now() + delay);
                 Ok(None)
             }
@@ -389,7 +386,7 @@ impl<'a> Session<'a> {
                         }
                         self.refresh_credentials()?;
                     }
-                    RequestError::Other(m) => self.log(format!("could not open the stream: {m}")),
+                    RequestError::Other(m) => self.warn(format!("could not open the stream: {m}")),
                 }
                 return Ok(Reconnect::Later);
             }
@@ -434,7 +431,7 @@ impl<'a> Session<'a> {
                 }
                 Some(StreamEvent::Failed(message)) => {
                     self.summary.failed_connections += 1;
-                    self.log(format!("stream failed: {message}"));
+                    self.warn(format!("stream failed: {message}; reconnecting"));
                     self.end_connection()?;
                     return Ok(Reconnect::Later);
                 }
@@ -457,7 +454,7 @@ impl<'a> Session<'a> {
             Ok(instructions) => Ok(Some(instructions)),
             Err(Error::Engine(message)) => {
                 self.summary.failed_connections += 1;
-                self.log(format!("the engine refused a line: {message}"));
+                self.warn(format!("the engine refused a line: {message}; reconnecting"));
                 // The reference ends the iteration on such an error; oplite
                 // keeps it. Stopping covers both (a stop without an
                 // iteration returns nothing).

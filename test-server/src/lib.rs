@@ -340,6 +340,22 @@ impl State {
     }
 }
 
+/// Checks the shape of a ps_crud entry before anything is applied.
+fn check_crud(entry: &Value) -> Result<(), String> {
+    match entry["op"].as_str() {
+        Some("PUT" | "PATCH" | "DELETE") => {}
+        Some(other) => return Err(format!("unknown crud op {other:?}")),
+        None => return Err("crud entry without op".into()),
+    }
+    if entry["type"].as_str().is_none() {
+        return Err("crud entry without type".into());
+    }
+    if entry["id"].as_str().is_none() {
+        return Err("crud entry without id".into());
+    }
+    Ok(())
+}
+
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
@@ -619,14 +635,16 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
                 let _ = request.respond(json_response(400, &error_body(400, "PSYNC_R0001", "expected {\"batch\": [...]}")));
                 return;
             };
+            // All or nothing: a batch with a bad entry changes nothing, so
+            // the client's retry of the whole batch cannot apply twice.
+            if let Some(bad) = batch.iter().find_map(|entry| check_crud(entry).err()) {
+                let _ = request.respond(json_response(400, &error_body(400, "PSYNC_R0001", &bad)));
+                return;
+            }
             let mut state = shared.lock();
             let mut applied = 0;
             for entry in batch {
-                if let Err(e) = state.apply_crud(entry) {
-                    drop(state);
-                    let _ = request.respond(json_response(400, &error_body(400, "PSYNC_R0001", &e)));
-                    return;
-                }
+                state.apply_crud(entry).expect("checked above");
                 applied += 1;
             }
             state.stats.upload_batches += 1;
@@ -1023,6 +1041,21 @@ mod http_tests {
                 "checkpoint_complete"
             ]
         );
+    }
+
+    #[test]
+    fn an_upload_batch_with_a_bad_entry_changes_nothing() {
+        let service = TestService::start(ServiceOptions::new(Dataset::Buckets(Vec::new()))).unwrap();
+        let post = |body: Value| {
+            let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+            agent.post(format!("{}/upload", service.url())).header("Authorization", "Token dev").send(body.to_string()).unwrap().status().as_u16()
+        };
+        let good = json!({"op": "PUT", "type": "todos", "id": "a", "data": {"x": 1}});
+        assert_eq!(post(json!({"batch": [good, {"op": "PUT", "type": "todos"}]})), 400);
+        assert!(service.uploaded_rows().is_empty());
+        assert_eq!(post(json!({"batch": [good]})), 200);
+        assert_eq!(service.uploaded_rows().len(), 1);
+        assert_eq!(service.stats().uploaded_ops, 1);
     }
 
     #[test]
