@@ -29,6 +29,11 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test-ext 2>&1 | tee "$log"
 
+step "test-data, the loopback service and the CLI end to end"
+# Sync, local write + upload + confirmed write checkpoint, reconnect after a
+# dropped stream, expired and expiring tokens, the binary and the demo.
+cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli
+
 if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
   step "building the extension for wasm32-unknown-unknown"
   bash scripts/build-wasm.sh oplite --no-default-features --features static
