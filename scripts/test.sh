@@ -32,7 +32,7 @@ cargo test-ext 2>&1 | tee "$log"
 step "test-data, the loopback service and the CLI end to end"
 # Sync, local write + upload + confirmed write checkpoint, reconnect after a
 # dropped stream, expired and expiring tokens, the binary and the demo.
-cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli
+cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli 2>&1 | tee -a "$log"
 
 if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
   step "building the extension for wasm32-unknown-unknown"
