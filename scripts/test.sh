@@ -30,6 +30,11 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test-ext 2>&1 | tee "$log"
 
+step "test-data, the loopback service and the CLI end to end"
+# Sync, local write + upload + confirmed write checkpoint, reconnect after a
+# dropped stream, expired and expiring tokens, the binary and the demo.
+cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli 2>&1 | tee -a "$log"
+
 # Reliability (README "Reliability"): the crash, fault, concurrency,
 # bad-input, upgrade and seeded-fuzz tests ran with the tests above; these
 # two need their own runs.

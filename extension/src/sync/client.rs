@@ -450,9 +450,10 @@ impl Iteration {
     }
 
     /// Compares stored checksums with the checkpoint's for buckets of
-    /// priority `<= max_priority`; deletes the buckets that fail and
-    /// returns their descriptions.
-    fn validate(&self, db: &Connection, max_priority: i32) -> Result<Vec<String>> {
+    /// priority `<= max_priority`. On a mismatch, deletes the failing
+    /// buckets (so they download again), logs a WARNING naming each with its
+    /// expected and actual values, closes the stream and returns false.
+    fn validate(&self, db: &Connection, max_priority: i32, what: &str, out: &mut Vec<Instruction>) -> Result<bool> {
         let checkpoint = self.checkpoint.as_ref().expect("validated without checkpoint");
         let stored = storage::checksums(db)?;
         let mut failed_names = Vec::new();
@@ -471,8 +472,16 @@ impl Iteration {
                 failed_names.push(bucket.bucket.to_string());
             }
         }
+        if failures.is_empty() {
+            return Ok(true);
+        }
         storage::delete_buckets(db, &failed_names)?;
-        Ok(failures)
+        out.push(Instruction::log(
+            Severity::Warning,
+            format!("Could not apply {what}, Checksums didn't match, failed for: {}", failures.join(", ")),
+        ));
+        out.push(Instruction::CloseSyncStream { hide_disconnect: false });
+        Ok(false)
     }
 
     /// Whether local data allows an apply: no pending uploads, and the
@@ -502,16 +511,8 @@ impl Iteration {
         setting: Setting,
         last_apply: &mut Option<ApplyReport>,
     ) -> Result<bool> {
-        if kind == CompletionKind::Line {
-            let failures = self.validate(db, i32::MAX)?;
-            if !failures.is_empty() {
-                out.push(Instruction::log(
-                    Severity::Warning,
-                    format!("Could not apply checkpoint, Checksums didn't match, failed for: {}", failures.join(", ")),
-                ));
-                out.push(Instruction::CloseSyncStream { hide_disconnect: false });
-                return Ok(false);
-            }
+        if kind == CompletionKind::Line && !self.validate(db, i32::MAX, "checkpoint", out)? {
+            return Ok(false);
         }
         let checkpoint = self.checkpoint.clone().expect("completed without checkpoint");
         if kind == CompletionKind::Line {
@@ -581,13 +582,7 @@ impl Iteration {
         setting: Setting,
         last_apply: &mut Option<ApplyReport>,
     ) -> Result<bool> {
-        let failures = self.validate(db, priority)?;
-        if !failures.is_empty() {
-            out.push(Instruction::log(
-                Severity::Warning,
-                format!("Could not apply partial checkpoint, Checksums didn't match, failed for: {}", failures.join(", ")),
-            ));
-            out.push(Instruction::CloseSyncStream { hide_disconnect: false });
+        if !self.validate(db, priority, "partial checkpoint", out)? {
             return Ok(false);
         }
         let checkpoint = self.checkpoint.as_ref().expect("partial completion without checkpoint");

@@ -93,3 +93,5 @@ pub fn error_code(err: &rusqlite::Error) -> i32 {
         other => panic!("not a SQLite failure: {other:?}"),
     }
 }
+
+pub mod schema;
