@@ -10,6 +10,12 @@
 //!
 //! Prints markdown tables: the median of several runs per cell and the
 //! multiplier against the plain table. Nothing here asserts on time.
+//!
+//! For profiling: `OPLITE_BENCH_ONLY=<plain|floor|oplite|reference>` runs the
+//! other targets once only; `OPLITE_BENCH_SKIP_AUTOCOMMIT=1` skips the slow
+//! autocommit rows; `views profile <target>` runs one in-transaction write
+//! round on one target (`OPLITE_BENCH_INSERT_ONLY=1`: inserts only), e.g.
+//! under `valgrind --tool=callgrind` or `perf record`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
