@@ -14,7 +14,6 @@
 //! returns an array); text that is not JSON at all is an error, so callers
 //! treat it like `json_extract` does.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use rusqlite::types::{Value, ValueRef};
@@ -23,47 +22,37 @@ use rusqlite::Connection;
 use crate::error::{OpliteError, Result};
 use crate::sqlite::{register_function, Purity};
 
-/// One top-level member: its key and where `"key":value` is in the text.
-struct Member<'a> {
-    key: Cow<'a, str>,
-    span: Range<usize>,
-}
-
-/// The top-level members of the JSON object `text`; `Ok(None)` if `text`
-/// is JSON but not an object.
-fn members(text: &str) -> std::result::Result<Option<Vec<Member<'_>>>, ()> {
-    let bytes = text.as_bytes();
+/// Calls `member(key, span)` for each top-level member of the JSON object
+/// `text` (`key` raw, without quotes; `span` covers `"key":value`), in
+/// order. `Ok(false)` if `text` is JSON but not an object.
+fn for_each_member(text: &[u8], mut member: impl FnMut(&[u8], Range<usize>)) -> std::result::Result<bool, ()> {
+    let bytes = text;
     let mut i = skip_ws(bytes, 0);
     match bytes.get(i) {
         Some(b'{') => {}
         // Not an object: valid JSON is kept whole (rare, so serde checks it).
-        Some(_) => return serde_json::from_str::<serde::de::IgnoredAny>(text).map(|_| None).map_err(|_| ()),
+        Some(_) => return serde_json::from_slice::<serde::de::IgnoredAny>(text).map(|_| false).map_err(|_| ()),
         None => return Err(()),
     }
     i += 1;
-    let mut out = Vec::new();
+    let mut first = true;
     loop {
         i = skip_ws(bytes, i);
         match bytes.get(i) {
-            Some(b'}') if out.is_empty() => break,
+            Some(b'}') if first => break,
             Some(b'"') => {}
             _ => return Err(()),
         }
+        first = false;
         let start = i;
         let key_end = skip_string(bytes, i)?;
-        let raw_key = &text[start + 1..key_end - 1];
-        let key = if raw_key.contains('\\') {
-            Cow::Owned(serde_json::from_str::<String>(&text[start..key_end]).map_err(|_| ())?)
-        } else {
-            Cow::Borrowed(raw_key)
-        };
         i = skip_ws(bytes, key_end);
         if bytes.get(i) != Some(&b':') {
             return Err(());
         }
         i = skip_ws(bytes, i + 1);
         let end = skip_value(bytes, i)?;
-        out.push(Member { key, span: start..end });
+        member(&bytes[start + 1..key_end - 1], start..end);
         i = skip_ws(bytes, end);
         match bytes.get(i) {
             Some(b',') => i += 1,
@@ -74,7 +63,7 @@ fn members(text: &str) -> std::result::Result<Option<Vec<Member<'_>>>, ()> {
     if skip_ws(bytes, i + 1) != bytes.len() {
         return Err(());
     }
-    Ok(Some(out))
+    Ok(true)
 }
 
 fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
@@ -140,27 +129,44 @@ fn skip_value(bytes: &[u8], mut i: usize) -> std::result::Result<usize, ()> {
     }
 }
 
+/// True if the raw (still escaped) key `raw` is one of `declared`.
+fn is_declared(raw: &[u8], declared: &[&[u8]]) -> bool {
+    if !raw.contains(&b'\\') {
+        return declared.contains(&raw);
+    }
+    let mut quoted = Vec::with_capacity(raw.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(raw);
+    quoted.push(b'"');
+    serde_json::from_slice::<String>(&quoted).is_ok_and(|key| declared.contains(&key.as_bytes()))
+}
+
 /// The members of `data` whose keys are not in `declared`, as a JSON
 /// object text, or None if there are none.
-pub fn undeclared_members(data: &str, declared: &[&str]) -> Result<Option<String>> {
+pub fn undeclared_members(data: &[u8], declared: &[&[u8]]) -> Result<Option<String>> {
     let malformed = || OpliteError::Malformed { what: "synced row", message: "malformed JSON".into() };
-    let Some(members) = members(data).map_err(|_| malformed())? else {
-        return Ok(Some(data.to_owned()));
-    };
-    let extra: Vec<&Member<'_>> = members.iter().filter(|m| !declared.contains(&m.key.as_ref())).collect();
-    if extra.is_empty() {
-        return Ok(None);
-    }
-    let mut out = String::with_capacity(data.len());
-    out.push('{');
-    for (n, member) in extra.iter().enumerate() {
-        if n > 0 {
-            out.push(',');
+    let mut extra: Option<Vec<u8>> = None;
+    let is_object = for_each_member(data, |key, span| {
+        if !is_declared(key, declared) {
+            let out = extra.get_or_insert_with(|| {
+                let mut v = Vec::with_capacity(data.len());
+                v.push(b'{');
+                v
+            });
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&data[span]);
         }
-        out.push_str(&data[member.span.clone()]);
+    })
+    .map_err(|_| malformed())?;
+    if !is_object {
+        return Ok(Some(String::from_utf8_lossy(data).into_owned()));
     }
-    out.push('}');
-    Ok(Some(out))
+    Ok(extra.map(|mut out| {
+        out.push(b'}');
+        String::from_utf8_lossy(&out).into_owned()
+    }))
 }
 
 pub(super) fn register(db: &Connection) -> Result<()> {
@@ -170,15 +176,16 @@ pub(super) fn register(db: &Connection) -> Result<()> {
         -1,
         Purity::Deterministic,
         Box::new(|_, args| {
-            let data = match args.first() {
-                Some(ValueRef::Text(t)) => String::from_utf8_lossy(t),
-                _ => return Ok(Value::Null),
-            };
-            let declared: Vec<&str> = args[1..]
-                .iter()
-                .filter_map(|v| if let ValueRef::Text(t) = v { std::str::from_utf8(t).ok() } else { None })
-                .collect();
-            Ok(undeclared_members(&data, &declared)?.map_or(Value::Null, Value::Text))
+            let Some(ValueRef::Text(data)) = args.first() else { return Ok(Value::Null) };
+            let mut declared: [&[u8]; 120] = [&[]; 120];
+            let mut count = 0;
+            for arg in args[1..].iter().take(declared.len()) {
+                if let ValueRef::Text(t) = arg {
+                    declared[count] = t;
+                    count += 1;
+                }
+            }
+            Ok(undeclared_members(data, &declared[..count])?.map_or(Value::Null, Value::Text))
         }),
     )
 }
@@ -189,7 +196,8 @@ mod tests {
 
     #[test]
     fn keeps_only_undeclared_members_as_they_came() {
-        let d = ["a", "b.c", "q\"k"];
+        let d: [&[u8]; 3] = [b"a", b"b.c", b"q\"k"];
+        let undeclared_members = |data: &str, d: &[&[u8]]| undeclared_members(data.as_bytes(), d);
         assert_eq!(undeclared_members(r#"{"a":1,"b.c":[1,{"x":"}"}]}"#, &d).unwrap(), None);
         assert_eq!(
             undeclared_members(r#" { "a" : 1 , "x" : [1, 2] , "y":{"z":"\"}"},"b.c":null } "#, &d).unwrap().as_deref(),
