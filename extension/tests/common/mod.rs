@@ -5,6 +5,8 @@
 
 pub mod counting_vfs;
 pub mod diff;
+pub mod driver;
+pub mod fault_vfs;
 
 use std::path::PathBuf;
 use std::process::Command;
