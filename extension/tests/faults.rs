@@ -176,7 +176,7 @@ fn inject(dir: &TempDir, seed: u64, journal: &str, target: Target, kind: Kind, n
                 tally.failed_calls += 1;
                 // oplite says what it was doing.
                 assert!(
-                    ["storing a data line", "applying", "sync_local", "recording", "reading", "deleting", "checking", "writing", "looking up", "preparing"]
+                    ["storing", "applying", "sync_local", "recording", "reading", "deleting", "checking", "writing", "looking up", "preparing"]
                         .iter()
                         .any(|what| message.contains(what)),
                     "{context}: the message does not say what failed: {message}"
