@@ -50,7 +50,7 @@ export interface Transaction {
   execute(sql: string, params?: SqlParams): ExecuteResult;
   query(sql: string, params?: SqlParams): Row[];
   get(sql: string, params?: SqlParams): Row | undefined;
-  control(op: ControlOp, payload?: string | Uint8Array | null): Instruction[];
+  control(op: ControlOp, payload?: string | Uint8Array | null): Instruction[] | SqlValue;
 }
 
 export interface Stats {
@@ -76,8 +76,11 @@ export declare class Database {
   execute(sql: string, params?: SqlParams): Promise<ExecuteResult>;
   query(sql: string, params?: SqlParams): Promise<Row[]>;
   get(sql: string, params?: SqlParams): Promise<Row | undefined>;
-  /** powersync_control(op, payload) in its own transaction. */
-  control(op: ControlOp, payload?: string | Uint8Array | null): Promise<Instruction[]>;
+  /**
+   * powersync_control(op, payload) in its own transaction. Sync events
+   * resolve to instructions; a few ops (target_checkpoint_request_id) to a value.
+   */
+  control(op: ControlOp, payload?: string | Uint8Array | null): Promise<Instruction[] | SqlValue>;
   /**
    * Runs fn inside BEGIN IMMEDIATE ... COMMIT (ROLLBACK if it throws). Nothing
    * else runs on this database until fn settles: use tx, not the Database,

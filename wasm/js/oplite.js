@@ -235,6 +235,11 @@ export async function open(options) {
   }
 }
 
+// Sync events return instructions as JSON text; a few ops return a scalar.
+function controlResult(value) {
+  return typeof value === 'string' && value.startsWith('[') ? JSON.parse(value) : value;
+}
+
 class Transaction {
   constructor(db) {
     this.db = db;
@@ -249,7 +254,7 @@ class Transaction {
     return this.db._raw().query(sql, params ?? null)[0];
   }
   control(op, payload) {
-    return JSON.parse(this.db._raw().control(op, payload ?? null));
+    return controlResult(this.db._raw().control(op, payload ?? null));
   }
 }
 
@@ -327,7 +332,7 @@ export class Database {
 
   /** powersync_control(op, payload) in its own transaction; resolves to the parsed instructions. */
   control(op, payload) {
-    return this.#run((raw) => JSON.parse(raw.control(op, payload ?? null)));
+    return this.#run((raw) => controlResult(raw.control(op, payload ?? null)));
   }
 
   /**

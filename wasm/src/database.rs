@@ -181,9 +181,11 @@ impl Database {
 
     /// `powersync_control(op, payload)`: `payload` is a string (JSON, a
     /// text line), a `Uint8Array` (a BSON line) or `null`. Runs in its own
-    /// `BEGIN IMMEDIATE` transaction unless one is open. Returns the
-    /// instructions as JSON text.
-    pub fn control(&self, op: &str, payload: JsValue) -> Result<String, JsValue> {
+    /// `BEGIN IMMEDIATE` transaction unless one is open. Returns what the
+    /// function returned: the instructions as JSON text for sync events,
+    /// other values (an integer for `target_checkpoint_request_id`, say)
+    /// as they are.
+    pub fn control(&self, op: &str, payload: JsValue) -> Result<JsValue, JsValue> {
         let conn = self.conn()?;
         let payload = values::to_sql(&payload).map_err(|e| usage_error(&format!("powersync_control payload: {e}")))?;
         let own_transaction = conn.is_autocommit();
@@ -198,11 +200,7 @@ impl Database {
                 if own_transaction {
                     conn.execute_batch("COMMIT").map_err(|e| sqlite_error(&e))?;
                 }
-                Ok(match value {
-                    Value::Text(text) => text,
-                    Value::Null => "[]".to_owned(),
-                    other => return Err(usage_error(&format!("powersync_control returned {other:?}"))),
-                })
+                Ok(values::to_js(rusqlite::types::ValueRef::from(&value)))
             }
             Err(e) => {
                 if own_transaction {
