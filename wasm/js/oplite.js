@@ -208,7 +208,9 @@ export async function open(options) {
   let release = () => {};
   let store = null;
   try {
-    if (vfs !== 'memory') release = await acquireLock(name, vfs, onLocked);
+    // skipLockForTests exists so tests can show that OPFS refuses a second
+    // writer by itself; never use it in an app.
+    if (vfs !== 'memory' && !options.skipLockForTests) release = await acquireLock(name, vfs, onLocked);
     if (vfs === 'idb') {
       store = await IdbStore.open(name);
       await store.loadInto(name);

@@ -17,8 +17,12 @@ function call(method, args) {
 worker.onmessage = (event) => {
   const msg = event.data;
   if (msg.type === 'progress') {
-    $('progress').max = Math.max(msg.total, 1);
-    $('progress').value = msg.downloaded;
+    if (msg.syncing) {
+      $('progress').max = Math.max(msg.total, 1);
+      $('progress').value = msg.downloaded;
+    } else {
+      $('progress').value = $('progress').max;
+    }
     $('status').textContent = msg.syncing ? `Downloading: ${msg.downloaded} / ${msg.total} ops` : 'Synced.';
     return;
   }

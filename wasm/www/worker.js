@@ -24,10 +24,10 @@ function progressOf(status) {
 }
 
 const methods = {
-  async open({ name = 'demo', vfs = 'opfs', onLocked = 'error' }) {
+  async open({ name = 'demo', vfs = 'opfs', onLocked = 'error', skipLockForTests = false }) {
     if (db) await db.close();
     db = null;
-    db = await open({ name, vfs, onLocked });
+    db = await open({ name, vfs, onLocked, skipLockForTests });
     db.onTablesChanged((tables) => postMessage({ type: 'tables', tables }));
     const { v } = await db.get('SELECT oplite_version() AS v');
     return { name, vfs, sqlite: sqliteVersion(), oplite: v };
