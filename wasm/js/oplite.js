@@ -73,9 +73,11 @@ async function acquireLock(name, vfs, onLocked) {
 
 // ---------------------------------------------------------------------------
 // IndexedDB persistence for the 'idb' storage. The wasm side keeps the file
-// in memory and hands out batches of committed chunks (see wasm/src/mirror.rs);
-// each batch is written in one IndexedDB transaction, so IndexedDB always
-// holds the state after some committed SQLite transaction.
+// in memory and tracks which chunks committed transactions changed (see
+// wasm/src/mirror.rs); the writer below takes them as one batch whenever its
+// previous IndexedDB transaction is done, so changes coalesce while a write
+// is in flight, and writes each batch in one IndexedDB transaction. IndexedDB
+// therefore always holds the state after some committed SQLite transaction.
 
 function request(req) {
   return new Promise((resolve, reject) => {
@@ -96,9 +98,8 @@ class IdbStore {
   constructor(idb, chunkSize) {
     this.idb = idb;
     this.chunkSize = chunkSize;
-    this.pending = new Map(); // chunk index -> bytes
-    this.pendingSize = null;
-    this.writing = null; // promise of the write loop
+    this.raw = null; // the wasm Database, once open
+    this.writing = null; // the running write loop
     this.error = null;
     this.batches = 0;
   }
@@ -131,55 +132,52 @@ class IdbStore {
     return meta.size;
   }
 
-  /** Queues a batch from takeCommitted(); newer chunks replace older ones. */
-  enqueue(batch) {
-    const { size, indices, chunks } = batch;
-    for (let i = 0; i < indices.length; i++) this.pending.set(indices[i], chunks[i]);
-    const live = Math.ceil(size / this.chunkSize);
-    for (const index of this.pending.keys()) if (index >= live) this.pending.delete(index);
-    this.pendingSize = size;
-    if (this.writing == null) this.writing = this.writeLoop();
+  /** Starts writing if committed changes wait and no write is running. */
+  kick() {
+    if (this.writing == null && this.raw != null && this.raw.hasCommitted()) {
+      this.writing = this.writeLoop().finally(() => { this.writing = null; });
+    }
   }
 
   async writeLoop() {
-    try {
-      while (this.pendingSize != null) {
-        const size = this.pendingSize;
-        const chunks = this.pending;
-        this.pending = new Map();
-        this.pendingSize = null;
-        const tx = this.idb.transaction(['chunks', 'meta'], 'readwrite');
-        const store = tx.objectStore('chunks');
-        for (const [index, bytes] of chunks) store.put(bytes, index);
-        store.delete(IDBKeyRange.lowerBound(Math.ceil(size / this.chunkSize)));
-        tx.objectStore('meta').put({ size, chunkSize: this.chunkSize }, 'file');
-        try {
-          await done(tx);
-          this.batches++;
-        } catch (e) {
-          // Put the chunks back (newer ones win) and report; the next flush retries.
-          for (const [index, bytes] of chunks) if (!this.pending.has(index)) this.pending.set(index, bytes);
-          if (this.pendingSize == null) this.pendingSize = size;
-          this.error = e;
-          return;
-        }
+    for (;;) {
+      // null when nothing waits, or while a transaction has uncommitted
+      // pages in the file (the end of that transaction kicks again).
+      const batch = this.raw.takeCommitted();
+      if (batch == null) return;
+      const { size, indices, chunks } = batch;
+      const tx = this.idb.transaction(['chunks', 'meta'], 'readwrite');
+      const store = tx.objectStore('chunks');
+      for (let i = 0; i < indices.length; i++) store.put(chunks[i], indices[i]);
+      store.delete(IDBKeyRange.lowerBound(Math.ceil(size / this.chunkSize)));
+      tx.objectStore('meta').put({ size, chunkSize: this.chunkSize }, 'file');
+      try {
+        await done(tx);
+        this.batches++;
+      } catch (e) {
+        // The batch is lost: rewrite everything next time, report now.
+        this.raw.markAllCommitted();
+        this.error = e;
+        return;
       }
-    } finally {
-      this.writing = null;
     }
   }
 
   /** Resolves when everything committed so far is in IndexedDB. */
   async flush() {
     for (;;) {
+      const before = this.batches;
+      this.kick();
       if (this.writing != null) await this.writing;
       if (this.error != null) {
         const e = this.error;
         this.error = null;
         throw new Error(`writing to IndexedDB failed: ${e && e.message ? e.message : e}`);
       }
-      if (this.pendingSize == null) return;
-      this.writing = this.writeLoop();
+      if (this.raw == null || !this.raw.hasCommitted()) return;
+      if (this.batches === before) {
+        throw new Error('flush() cannot complete while a transaction is open; call it after the transaction');
+      }
     }
   }
 
@@ -222,8 +220,8 @@ export async function open(options) {
       if (vfs === 'memory') openMemoryNames.delete(name);
     });
     if (store != null) {
-      const batch = raw.takeCommitted();
-      if (batch != null) store.enqueue(batch);
+      store.raw = raw;
+      store.kick();
     }
     return db;
   } catch (e) {
@@ -301,10 +299,7 @@ export class Database {
 
   #afterCall(raw) {
     if (this.#inTransaction || !raw.isAutocommit()) return;
-    if (this.#store != null) {
-      const batch = raw.takeCommitted();
-      if (batch != null) this.#store.enqueue(batch);
-    }
+    if (this.#store != null) this.#store.kick();
     const tables = raw.takeChangedTables();
     if (tables.length > 0) {
       for (const listener of this.#listeners) {

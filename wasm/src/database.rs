@@ -223,8 +223,24 @@ impl Database {
         self.changes.lock().unwrap().take_committed()
     }
 
+    /// For `idb`: whether committed changes wait to be stored.
+    #[wasm_bindgen(js_name = hasCommitted)]
+    pub fn has_committed(&self) -> bool {
+        matches!(&self.storage, Storage::Idb(file) if file.borrow().has_committed())
+    }
+
+    /// For `idb`, after a failed IndexedDB write: the next batch rewrites
+    /// the whole file.
+    #[wasm_bindgen(js_name = markAllCommitted)]
+    pub fn mark_all_committed(&self) {
+        if let Storage::Idb(file) = &self.storage {
+            file.borrow_mut().mark_all_committed();
+        }
+    }
+
     /// For `idb`: the committed changes not yet stored, as `{size, indices:
-    /// Uint32Array, chunks: Uint8Array[]}`, or `null`.
+    /// Uint32Array, chunks: Uint8Array[]}`; `null` if there are none or
+    /// while a transaction has uncommitted pages in the file.
     #[wasm_bindgen(js_name = takeCommitted)]
     pub fn take_committed(&self) -> JsValue {
         let Storage::Idb(file) = &self.storage else {

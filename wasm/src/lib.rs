@@ -26,6 +26,7 @@
 //! sees a `RuntimeError: unreachable` and must reopen the module.
 #![cfg(all(target_family = "wasm", target_os = "unknown"))]
 
+mod alloc;
 pub mod counting;
 pub mod database;
 pub mod hooks;

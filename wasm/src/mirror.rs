@@ -1,6 +1,6 @@
 //! The IndexedDB storage (`vfs: 'idb'`): a VFS that keeps each database file
-//! in wasm memory and hands every committed transaction's changed chunks to
-//! the JS layer, which writes them to IndexedDB in one IDB transaction.
+//! in wasm memory and lets the JS layer copy committed changes to IndexedDB,
+//! one IndexedDB transaction per batch.
 //!
 //! Why this shape: IndexedDB is asynchronous and SQLite's VFS is not, so a
 //! VFS that reads IndexedDB on demand needs asyncify or a second thread. The
@@ -8,20 +8,24 @@
 //! IDBMirrorVFS) also preloads the file into memory; this one differs in
 //! three ways:
 //!
-//! - **Only committed states reach IndexedDB.** A snapshot of the changed
-//!   chunks is copied out at each commit point (SQLite's
-//!   `SQLITE_FCNTL_COMMIT_PHASETWO`, and any unlock from a write lock, which
-//!   also covers rollbacks), so a page written early by a cache spill of a
-//!   transaction still open is never persisted, and one IndexedDB
-//!   transaction holds one or more whole SQLite transactions. After a crash
-//!   or a closed tab the stored file is the state after some committed
-//!   transaction, never a mix. `relaxed_idb` writes whatever the blocks hold
-//!   when its background task runs.
+//! - **Only committed states reach IndexedDB.** Chunks written by a
+//!   transaction become "committed" at its commit point (SQLite's
+//!   `SQLITE_FCNTL_COMMIT_PHASETWO`, or the unlock that ends any write
+//!   transaction, which also covers rollbacks). [`MirrorFile::take_committed`]
+//!   copies them out only while no uncommitted page is in the file (a cache
+//!   spill of an open transaction writes pages early), so every batch is the
+//!   state after some committed transaction, and a crash or closed tab leaves
+//!   IndexedDB at such a state, never a mix. `relaxed_idb` writes whatever its
+//!   blocks hold when its background task runs.
+//! - **Copies are lazy and coalesced.** Nothing is copied at commit time: the
+//!   JS writer takes a batch when its previous IndexedDB transaction is done,
+//!   so a chunk changed by a hundred commits meanwhile is copied once.
 //! - **Pages live in wasm memory**, so SQLite's reads are plain copies, not
 //!   calls into JS typed arrays.
-//! - **Journals and temporary files stay in memory** and are never
-//!   persisted (they are not needed: the stored file only ever holds
-//!   committed states). WAL is refused: its log would live only in memory.
+//!
+//! Journals and temporary files stay in memory and are never persisted:
+//! the stored file only ever holds committed states, so no hot journal is
+//! ever needed. WAL is refused (its log would live only in memory).
 //!
 //! The file is cut into [`CHUNK_SIZE`] chunks, the unit of an IndexedDB
 //! record. 32 KiB keeps records below Chromium's 64 KiB threshold above
@@ -33,7 +37,7 @@
 //! Lock per database name so other tabs wait or fail instead of writing).
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 
 use sqlite_wasm_rs::vfs::ffi::{sqlite3_file, SQLITE_FCNTL_COMMIT_PHASETWO, SQLITE_NOTFOUND};
@@ -55,14 +59,14 @@ pub struct MirrorFile {
     /// `chunks[i]` holds bytes `i * CHUNK_SIZE ..`; `None` is all zeros.
     chunks: Vec<Option<Box<[u8]>>>,
     size: u64,
-    /// Chunks written since the last commit point.
+    /// Chunks written by the transaction in progress (not yet committed).
     dirty: BTreeSet<u32>,
-    /// Whether the file shrank since the last commit point.
-    shrank: bool,
-    /// Committed chunks not yet taken by the JS layer (newest copy wins).
-    pending: BTreeMap<u32, Box<[u8]>>,
-    /// The committed size, if it changed or chunks are pending.
-    pending_size: Option<u64>,
+    /// Whether the transaction in progress shrank the file.
+    shrunk: bool,
+    /// Chunks changed by committed transactions, not yet taken.
+    committed: BTreeSet<u32>,
+    /// Whether committed changes (chunks or size) wait to be taken.
+    pending: bool,
 }
 
 /// A batch of committed changes for IndexedDB: the file size after them and
@@ -98,33 +102,51 @@ impl MirrorFile {
         self.size
     }
 
-    /// Copies the chunks changed since the last commit point into the
-    /// pending batch. Called when the file holds a committed state.
+    /// The file holds a committed state: what the ending transaction wrote
+    /// is now committed.
     fn commit_point(&mut self) {
-        if self.dirty.is_empty() && !self.shrank {
+        if self.dirty.is_empty() && !self.shrunk {
             return;
         }
+        let dirty = std::mem::take(&mut self.dirty);
+        self.committed.extend(dirty);
+        self.shrunk = false;
+        self.pending = true;
+    }
+
+    /// Whether committed changes wait to be taken.
+    pub fn has_committed(&self) -> bool {
+        self.pending
+    }
+
+    /// Marks every chunk as changed, so the next batch rewrites the whole
+    /// file (after a failed IndexedDB write).
+    pub fn mark_all_committed(&mut self) {
+        self.committed.extend(0..self.chunks.len() as u32);
+        self.pending = true;
+    }
+
+    /// Copies out the committed changes not yet taken. `None` if there are
+    /// none, or while a transaction has uncommitted pages in the file (take
+    /// again after it ends).
+    pub fn take_committed(&mut self) -> Option<CommittedBatch> {
+        if !self.pending || !self.dirty.is_empty() || self.shrunk {
+            return None;
+        }
         let live = (self.size as usize).div_ceil(CHUNK_SIZE);
-        for index in std::mem::take(&mut self.dirty) {
-            if (index as usize) < live {
-                let chunk = match &self.chunks[index as usize] {
+        let chunks = std::mem::take(&mut self.committed)
+            .into_iter()
+            .filter(|&index| (index as usize) < live)
+            .map(|index| {
+                let bytes = match &self.chunks[index as usize] {
                     Some(chunk) => chunk.clone(),
                     None => vec![0u8; CHUNK_SIZE].into_boxed_slice(),
                 };
-                self.pending.insert(index, chunk);
-            }
-        }
-        if self.shrank {
-            self.pending.retain(|&index, _| (index as usize) < live);
-            self.shrank = false;
-        }
-        self.pending_size = Some(self.size);
-    }
-
-    /// Takes the committed changes not yet handed out, if any.
-    pub fn take_committed(&mut self) -> Option<CommittedBatch> {
-        let size = self.pending_size.take()?;
-        Some(CommittedBatch { size, chunks: std::mem::take(&mut self.pending).into_iter().collect() })
+                (index, bytes)
+            })
+            .collect();
+        self.pending = false;
+        Some(CommittedBatch { size: self.size, chunks })
     }
 
     fn read(&self, buf: &mut [u8], offset: u64) -> usize {
@@ -192,8 +214,9 @@ impl MirrorFile {
             self.dirty.insert((keep - 1) as u32);
         }
         self.dirty.retain(|&index| (index as usize) < keep);
+        self.committed.retain(|&index| (index as usize) < keep);
         self.size = size;
-        self.shrank = true;
+        self.shrunk = true;
     }
 }
 

@@ -76,6 +76,38 @@ for (const vfs of ['opfs', 'idb']) {
   });
 }
 
+for (const vfs of ['opfs', 'idb']) {
+  test(`${vfs}: a transaction cut off by a reload leaves the last committed state`, { timeout: 60_000 }, async () => {
+    let page = await browser.newPage();
+    const name = `cutoff-${vfs}`;
+    await call(page, 'open', { name, vfs });
+    await call(page, 'execute', { sql: 'CREATE TABLE big(n INTEGER, pad BLOB); INSERT INTO big VALUES (1, zeroblob(100));' });
+    await call(page, 'flush');
+    // A transaction larger than the page cache: SQLite spills its pages into
+    // the file before it commits. Give background writers time, then reload.
+    await call(page, 'execute', { sql: 'PRAGMA cache_size = 20' });
+    await call(page, 'execute', { sql: 'BEGIN' });
+    await call(page, 'execute', {
+      sql: 'WITH RECURSIVE c(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM c WHERE i < 20000) INSERT INTO big SELECT i, zeroblob(1000) FROM c',
+    });
+    const [inside] = await call(page, 'query', { sql: 'SELECT count(*) AS n FROM big' });
+    assert.equal(inside.n, 20_000);
+    const stats = await call(page, 'stats');
+    assert.ok(stats.dbBytesWritten > 1_000_000, `pages were spilled into the file: ${JSON.stringify(stats)}`);
+    await new Promise((r) => setTimeout(r, 500));
+    await page.close();
+
+    page = await browser.newPage();
+    await call(page, 'open', { name, vfs });
+    const [after] = await call(page, 'query', { sql: 'SELECT count(*) AS n FROM big' });
+    assert.equal(after.n, 1, 'only the committed row');
+    const [check] = await call(page, 'query', { sql: 'PRAGMA integrity_check' });
+    assert.equal(check.integrity_check, 'ok');
+    await call(page, 'close');
+    await page.close();
+  });
+}
+
 test('opfs: access handles stay exclusive even without the Web Lock', { timeout: 60_000 }, async () => {
   const first = await browser.newPage();
   const second = await browser.newPage();

@@ -82,6 +82,11 @@ const methods = {
     return db.stats();
   },
 
+  async flush() {
+    await db.flush();
+    return true;
+  },
+
   async close() {
     if (db) await db.close();
     db = null;
