@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Tests of the web package (wasm/): builds it from scratch with the documented
+# toolchain, runs the Node tests (memory storage) and the Chromium tests
+# (OPFS and IndexedDB). Called by scripts/test.sh unless OPLITE_SKIP_WASM=1.
+# Installs what it needs and skips what is already there:
+#   - the wasm32 toolchain and wasm-bindgen-cli (scripts/build-wasm-package.sh)
+#   - playwright-core from npm (wasm/package-lock.json)
+#   - Debian's chromium (apt-get), unless OPLITE_CHROMIUM points to a browser
+# Environment: OPLITE_SKIP_BROWSER=1 skips the Chromium tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+step() { printf '\n--- wasm: %s (%ds)\n' "$*" $((SECONDS - start)); }
+
+as_root() {
+  if [[ "$(id -u)" -eq 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+step "building the web package"
+bash scripts/build-wasm-package.sh
+
+step "Node tests (memory storage)"
+node --test wasm/test/node.test.mjs
+
+if [[ -n ${OPLITE_SKIP_BROWSER:-} ]]; then
+  step "skipping the Chromium tests (OPLITE_SKIP_BROWSER)"
+  exit 0
+fi
+
+step "installing test dependencies"
+if [[ "$(node -p "try { require('./wasm/node_modules/playwright-core/package.json').version } catch { '' }")" != \
+      "$(node -p "require('./wasm/package.json').devDependencies['playwright-core']")" ]]; then
+  (cd wasm && npm ci --no-audit --no-fund)
+else
+  echo "playwright-core already installed"
+fi
+chromium=${OPLITE_CHROMIUM:-/usr/bin/chromium}
+if [[ ! -x "$chromium" ]]; then
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+fi
+"$chromium" --version 2>/dev/null | head -n1
+
+step "Chromium tests (OPFS and IndexedDB)"
+node --test --test-concurrency=1 wasm/test/browser.test.mjs
+
+step "done"
