@@ -6,7 +6,8 @@
 #   - the wasm32 toolchain and wasm-bindgen-cli (scripts/build-wasm-package.sh)
 #   - playwright-core from npm (wasm/package-lock.json)
 #   - Debian's chromium (apt-get), unless OPLITE_CHROMIUM points to a browser
-# Environment: OPLITE_SKIP_BROWSER=1 skips the Chromium tests.
+# Environment: OPLITE_SKIP_BROWSER=1 skips the Chromium tests;
+# OPLITE_WASM_SEEDS=n replays n recorded native sessions (default 40).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -19,8 +20,13 @@ as_root() {
 step "building the web package"
 bash scripts/build-wasm-package.sh
 
-step "Node tests (memory storage)"
-node --test wasm/test/node.test.mjs
+step "recording seeded sessions on the native build"
+sessions=$(mktemp -d)
+trap 'rm -rf "$sessions"' EXIT
+cargo run -q -p oplite-wasm-native --bin record-sessions -- "$sessions" "${OPLITE_WASM_SEEDS:-40}"
+
+step "Node tests (memory storage; golden traces, recorded sessions, streams, API)"
+OPLITE_SESSIONS=$sessions node --test wasm/test/node.test.mjs
 
 if [[ -n ${OPLITE_SKIP_BROWSER:-} ]]; then
   step "skipping the Chromium tests (OPLITE_SKIP_BROWSER)"

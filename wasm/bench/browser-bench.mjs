@@ -31,7 +31,7 @@ const arg = (name, fallback) => {
 const sizes = arg('ops', '100000,1000000').split(',').map(Number);
 const vfsList = arg('vfs', 'opfs,idb').split(',');
 const runs = Number(arg('runs', '1'));
-const nativeBin = path.join(repo, 'target/release/oplite-bench-native');
+const nativeBin = path.join(repo, 'target/release/bench-sync');
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const secs = (ms) => (ms / 1000).toFixed(2);

@@ -70,6 +70,51 @@ for (const name of fs.readdirSync(goldenRoot).sort()) {
   });
 }
 
+// Seeded sessions recorded on the native build (wasm/native/src/bin/
+// record-sessions.rs: the sessions of the native differential test against
+// the reference core). Every answer and the final internal tables must match.
+// Set OPLITE_SESSIONS to the directory the recorder wrote (scripts/test-wasm.sh
+// does); without it these tests are skipped.
+const sessionsDir = process.env.OPLITE_SESSIONS;
+const sessionFiles = sessionsDir && fs.existsSync(sessionsDir)
+  ? fs.readdirSync(sessionsDir).filter((f) => f.endsWith('.jsonl')).sort()
+  : [];
+if (sessionFiles.length === 0) {
+  test('seeded sessions recorded on the native build', (t) => t.skip('OPLITE_SESSIONS is not set'));
+}
+for (const file of sessionFiles) {
+  test(`seeded session ${file} matches the native build`, async () => {
+    const steps = fs.readFileSync(path.join(sessionsDir, file), 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+    const db = await fresh();
+    for (const [i, step] of steps.entries()) {
+      if (step.tables) {
+        for (const [table, { sql, rows }] of Object.entries(step.tables)) {
+          const actual = (await db.query(sql)).map((r) => Object.values(r).map(sqlJson));
+          assert.deepEqual(actual, rows, `${file}: table ${table}`);
+        }
+        continue;
+      }
+      const { call, expect } = step;
+      let actual;
+      if (call.sql != null) {
+        if (call.sql.startsWith('SELECT')) await db.query(call.sql);
+        else await db.execute(call.sql);
+        actual = expect === null ? null : { sql: 'ok' };
+      } else {
+        const payload = call.bson != null ? Uint8Array.from(Buffer.from(call.bson, 'hex')) : call.payload;
+        try {
+          const value = await db.control(call.op, payload);
+          actual = Array.isArray(value) ? normalise(value) : { value: sqlJson(value) };
+        } catch (e) {
+          actual = { error: e.code };
+        }
+      }
+      assert.deepEqual(actual, expect, `${file} step ${i + 1}: ${JSON.stringify(call).slice(0, 300)}`);
+    }
+    await db.close();
+  });
+}
+
 // Feeds a generated stream through powersync_control, as text or BSON lines.
 async function feed(db, lines, binary) {
   const out = [];

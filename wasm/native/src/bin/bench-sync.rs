@@ -4,7 +4,7 @@
 //! `BEGIN IMMEDIATE` transaction per `powersync_control` call), and prints
 //! one JSON object: total and apply time, the longest call, the file size.
 //!
-//!     cargo run --release -p oplite-bench-native -- stream.ndjson [db-path]
+//!     cargo run --release -p oplite-wasm-native --bin bench-sync -- stream.ndjson [db-path]
 //!
 //! Lines are read into memory before the clock starts.
 
@@ -22,9 +22,9 @@ fn control(db: &Connection, op: &str, payload: Option<&str>) -> String {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let stream = args.next().expect("usage: oplite-bench-native <stream.ndjson> [db-path]");
+    let stream = args.next().expect("usage: bench-sync <stream.ndjson> [db-path]");
     let path = args.next().map(std::path::PathBuf::from).unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("oplite-bench-native-{}.db", std::process::id()))
+        std::env::temp_dir().join(format!("oplite-bench-sync-{}.db", std::process::id()))
     });
     let text = std::fs::read_to_string(&stream).expect("reading the stream");
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
