@@ -13,6 +13,7 @@
 //             (and any query queued behind it) was blocked at once
 //   temp      bytes written to temporary files (temp b-trees, spills)
 //   vs native total time over the native build's total for the same stream
+//   reopen    opening the database again in a new page (idb: loading it all)
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,11 +61,19 @@ async function browserRun(vfs, ops) {
       const page = await browser.newPage();
       await call(page, 'open', { name: 'bench', vfs });
       const r = await call(page, 'sync', { ops });
-      const rows = await call(page, 'count');
       const [size] = await call(page, 'query', { sql: 'SELECT page_count * page_size AS bytes FROM pragma_page_count, pragma_page_size' });
       await call(page, 'close');
+      // Reopen in a new page: for idb this loads the whole file from IndexedDB.
+      await page.close();
+      const again = await browser.newPage();
+      const t0 = Date.now();
+      await call(again, 'open', { name: 'bench', vfs });
+      const reopenMs = Date.now() - t0;
+      const rows = await call(again, 'count');
+      const { wasmMemoryBytes } = await call(again, 'stats');
+      await call(again, 'close');
       if (!r.completed || rows !== ops) throw new Error(`${vfs} sync of ${ops} ops failed: ${JSON.stringify(r)} rows ${rows}`);
-      results.push({ ...r, dbBytes: size.bytes });
+      results.push({ ...r, dbBytes: size.bytes, reopenMs, wasmMemoryBytes });
     } catch (e) {
       results.push({ error: String(e.message || e).split('\n')[0], logs: browser.logs.slice(-5) });
     } finally {
@@ -93,15 +102,18 @@ for (const ops of sizes) {
 }
 
 console.log(`\nInitial sync, ${os.cpus().length} cores, ${chromiumVersion}, SQLite ${rows[0].r.sqlite}; default pragmas; median of ${runs} run(s).\n`);
-console.log('| storage | ops | total (s) | apply (s) | longest call (ms) | temp-file bytes | db size (MB) | vs native |');
-console.log('|---|---|---|---|---|---|---|---|');
+console.log('| storage | ops | total (s) | apply (s) | longest call (ms) | temp-file bytes | db size (MB) | vs native | reopen (s) | wasm memory after reopen (MB) |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const { storage, ops, r, native: n } of rows) {
   if (r.error) {
-    console.log(`| ${storage} | ${fmtOps(ops)} | failed: ${r.error} | | | | | |`);
+    console.log(`| ${storage} | ${fmtOps(ops)} | failed: ${r.error} | | | | | | | |`);
     continue;
   }
   const temp = r.tempBytesWritten ?? 0;
   const ratio = storage.startsWith('native') ? '1.00x' : `${(r.totalMs / n.totalMs).toFixed(2)}x`;
-  console.log(`| ${storage} | ${fmtOps(ops)} | ${secs(r.totalMs)} | ${secs(r.applyMs)} | ${r.longestCallMs.toFixed(0)} | ${storage.startsWith('native') ? 'n/a' : temp} | ${mb(r.dbBytes)} | ${ratio} |`);
+  const isNative = storage.startsWith('native');
+  const reopen = isNative ? 'n/a' : secs(r.reopenMs);
+  const memory = isNative ? 'n/a' : mb(r.wasmMemoryBytes);
+  console.log(`| ${storage} | ${fmtOps(ops)} | ${secs(r.totalMs)} | ${secs(r.applyMs)} | ${r.longestCallMs.toFixed(0)} | ${isNative ? 'n/a' : temp} | ${mb(r.dbBytes)} | ${ratio} | ${reopen} | ${memory} |`);
 }
 console.log(`\nwasm: ${wasmBytes.length} bytes raw (${mb(wasmBytes.length)} MB), ${gzipBytes} bytes gzip -9 (${mb(gzipBytes)} MB).`);

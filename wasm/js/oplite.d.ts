@@ -63,6 +63,8 @@ export interface Stats {
   /** SQLite's heap in use and its high-water mark. */
   memoryUsed: number;
   memoryHighwater: number;
+  /** The module's linear memory (it holds 'idb' databases whole; it never shrinks). */
+  wasmMemoryBytes: number;
   /** The longest single call into the module (one statement, one powersync_control), ms. */
   longestCallMs: number;
   /** 'idb' only: IndexedDB transactions written. */

@@ -263,7 +263,8 @@ impl Database {
 
     /// Counters: bytes written to temporary files, journals and database
     /// files by all databases of this module; SQLite's memory in use and
-    /// its high-water mark (reset when `resetHighwater` is true).
+    /// its high-water mark (reset when `resetHighwater` is true); the size
+    /// of the module's linear memory (which holds `idb` databases whole).
     pub fn stats(&self, reset_highwater: bool) -> JsValue {
         let counts = counting::counts();
         let (mut current, mut highwater) = (0i64, 0i64);
@@ -282,6 +283,8 @@ impl Database {
         set(&out, "dbBytesWritten", JsValue::from_f64(counts.main as f64));
         set(&out, "memoryUsed", JsValue::from_f64(current as f64));
         set(&out, "memoryHighwater", JsValue::from_f64(highwater as f64));
+        let wasm_memory = std::arch::wasm32::memory_size::<0>() as f64 * 65536.0;
+        set(&out, "wasmMemoryBytes", JsValue::from_f64(wasm_memory));
         out.into()
     }
 
