@@ -342,8 +342,14 @@ export class Database {
     let rejectOuter;
     const outer = new Promise((resolve, reject) => { resolveOuter = resolve; rejectOuter = reject; });
     this.#queue = this.#queue.then(async () => {
-      const raw = this._raw();
-      raw.execute('BEGIN IMMEDIATE', null);
+      let raw;
+      try {
+        raw = this._raw();
+        raw.execute('BEGIN IMMEDIATE', null);
+      } catch (e) {
+        rejectOuter(e);
+        return;
+      }
       this.#inTransaction = true;
       try {
         const value = await fn(new Transaction(this));

@@ -198,7 +198,10 @@ impl Database {
         match result {
             Ok(value) => {
                 if own_transaction {
-                    conn.execute_batch("COMMIT").map_err(|e| sqlite_error(&e))?;
+                    if let Err(e) = conn.execute_batch("COMMIT") {
+                        let _ = conn.execute_batch("ROLLBACK");
+                        return Err(sqlite_error(&e));
+                    }
                 }
                 Ok(values::to_js(rusqlite::types::ValueRef::from(&value)))
             }

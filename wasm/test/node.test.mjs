@@ -319,6 +319,7 @@ test('one connection per memory database; closed databases refuse calls', async 
   await assert.rejects(open({ name }), DatabaseLockedError);
   await db.close();
   await assert.rejects(db.query('SELECT 1'), /closed/);
+  await assert.rejects(db.transaction(() => 1), /closed/);
   const again = await open({ name });
   assert.equal((await again.get("SELECT count(*) AS n FROM sqlite_master WHERE name = 'ps_oplog'")).n, 1);
   await again.close();
