@@ -4,7 +4,7 @@
 # (OPFS and IndexedDB). Called by scripts/test.sh unless OPLITE_SKIP_WASM=1.
 # Installs what it needs and skips what is already there:
 #   - the wasm32 toolchain and wasm-bindgen-cli (scripts/build-wasm-package.sh)
-#   - playwright-core from npm (wasm/package-lock.json)
+#   - playwright-core and typescript from npm (wasm/package-lock.json)
 #   - Debian's chromium (apt-get), unless OPLITE_CHROMIUM points to a browser
 # Environment: OPLITE_SKIP_BROWSER=1 skips the Chromium tests;
 # OPLITE_WASM_SEEDS=n replays n recorded native sessions (default 40).
@@ -20,6 +20,23 @@ as_root() {
 step "building the web package"
 bash scripts/build-wasm-package.sh
 
+step "installing test dependencies (npm)"
+# npm ci only when an installed version differs from package.json's.
+if ! node -e '
+  const deps = require("./wasm/package.json").devDependencies;
+  for (const [name, version] of Object.entries(deps)) {
+    let have = null;
+    try { have = require(`./wasm/node_modules/${name}/package.json`).version; } catch {}
+    if (have !== version) process.exit(1);
+  }'; then
+  (cd wasm && npm ci --no-audit --no-fund)
+else
+  echo "npm packages already installed"
+fi
+
+step "type-checking oplite.d.ts (tsc --strict)"
+(cd wasm && node node_modules/typescript/bin/tsc -p tsconfig.json)
+
 step "recording seeded sessions on the native build"
 sessions=$(mktemp -d)
 trap 'rm -rf "$sessions"' EXIT
@@ -33,13 +50,7 @@ if [[ -n ${OPLITE_SKIP_BROWSER:-} ]]; then
   exit 0
 fi
 
-step "installing test dependencies"
-if [[ "$(node -p "try { require('./wasm/node_modules/playwright-core/package.json').version } catch { '' }")" != \
-      "$(node -p "require('./wasm/package.json').devDependencies['playwright-core']")" ]]; then
-  (cd wasm && npm ci --no-audit --no-fund)
-else
-  echo "playwright-core already installed"
-fi
+step "checking Chromium (Debian's chromium package)"
 chromium=${OPLITE_CHROMIUM:-/usr/bin/chromium}
 if [[ ! -x "$chromium" ]]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update
