@@ -39,6 +39,10 @@ done
 echo "[test-arm64] running --lib ${tests[*]} (excluded, they load x86_64 libraries: ${EXCLUDED[*]})"
 
 start=$SECONDS
+# Optimised test builds (opt-level 1 for everything, std and SQLite's C
+# included) with debug assertions and overflow checks kept on: at opt-level
+# 0, sync_local's 200k-op test alone takes about 7 minutes under qemu. No
+# debug info: it only slows the links.
 # The runner is qemu with the cross sysroot as its library prefix; the
 # tests find their data through absolute paths compiled in
 # (CARGO_MANIFEST_DIR), which qemu-user sees unchanged.
@@ -48,6 +52,10 @@ env \
     RUSTDOC=/usr/bin/rustdoc \
     RUSTC_BOOTSTRAP=1 \
     CARGO_TARGET_DIR="$REPO_ROOT/target/arm64" \
+    CARGO_PROFILE_DEV_OPT_LEVEL=1 \
+    CARGO_PROFILE_DEV_DEBUG=0 \
+    CARGO_PROFILE_TEST_OPT_LEVEL=1 \
+    CARGO_PROFILE_TEST_DEBUG=0 \
     CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
     CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64-static -L /usr/aarch64-linux-gnu" \
     CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
