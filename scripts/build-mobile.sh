@@ -24,9 +24,10 @@
 #   1. the LTO object (all Rust code): `llvm-objcopy --keep-global-symbols`
 #      with the three public names, so rust_eh_personality and the like
 #      become local; debug info is stripped;
-#   2. compiler_builtins: dropped if the LTO object calls none of its
-#      symbols (64-bit targets), otherwise reduced to the intrinsics it
-#      calls, its embedded bitcode removed;
+#   2. compiler_builtins is dropped: the few intrinsics oplite calls on
+#      32-bit targets (`runtime` lines of mobile-symbols.txt; an unlisted
+#      one fails the build) come from the platform's compiler-rt and libm,
+#      as for C code;
 #   3. any other member is an error (the profile must keep fat LTO).
 set -euo pipefail
 
@@ -76,21 +77,24 @@ postprocess() {
         done
         [[ -n $main ]] || { log "error: no oplite object in $raw" >&2; exit 1; }
         llvm-objcopy-22 --keep-global-symbols=exports.txt --strip-debug "${bitcode[@]}" "$main" oplite.o
-        local kept=(oplite.o)
-        llvm-nm-22 --no-llvm-bc -u --format=just-symbols oplite.o | sort -u >called.txt
+        # compiler_builtins is dropped; what oplite calls in it must be a
+        # `runtime` name of mobile-symbols.txt, which the platform supplies.
+        llvm-nm-22 --no-llvm-bc -u --format=just-symbols oplite.o | sed "s/^$prefix//" | sort -u >called.txt
+        awk '$1 == "runtime" { print $2 }' "$SCRIPT_DIR/mobile-symbols.txt" | sort -u >runtime.txt
         for member in "${builtins[@]}"; do
-            llvm-nm-22 --no-llvm-bc --defined-only --extern-only --format=just-symbols "$member" | sort -u \
-                | comm -12 - called.txt >needed.txt
+            llvm-nm-22 --no-llvm-bc --defined-only --extern-only --format=just-symbols "$member" \
+                | sed "s/^$prefix//" | sort -u | comm -12 - called.txt >needed.txt
             if [[ -s needed.txt ]]; then
-                log "$target: keeping $(wc -l <needed.txt) intrinsic(s) from compiler_builtins: $(tr '\n' ' ' <needed.txt)"
-                llvm-objcopy-22 --keep-global-symbols=needed.txt --strip-debug "${bitcode[@]}" "$member" compiler_builtins.o
-                kept+=(compiler_builtins.o)
-            else
-                log "$target: oplite calls nothing in compiler_builtins; member dropped"
+                log "$target: oplite calls $(wc -l <needed.txt) runtime symbol(s), left to the platform: $(tr '\n' ' ' <needed.txt)"
+            fi
+            if comm -23 needed.txt runtime.txt | grep . >unknown.txt; then
+                log "error: $target: oplite calls $(tr '\n' ' ' <unknown.txt)from compiler_builtins, not listed as" \
+                    "\`runtime\` in scripts/mobile-symbols.txt; check the platform provides them, then add them" >&2
+                exit 1
             fi
         done
         rm -f "$out"
-        llvm-ar-22 rcs --format="$arfmt" "$out" "${kept[@]}"
+        llvm-ar-22 rcs --format="$arfmt" "$out" oplite.o
     )
     rm -rf "$work"
 }

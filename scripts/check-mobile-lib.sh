@@ -2,9 +2,8 @@
 # Checks a mobile static library of oplite (ELF for Android, Mach-O for iOS):
 #   1. it defines the public entry points (`export` lines in
 #      scripts/mobile-symbols.txt), global and with default visibility;
-#   2. every other defined external symbol, mangled or not, is on the
-#      `allow` list of that file and is weak and hidden; anything else is a
-#      leak and fails the check;
+#   2. it defines no other external symbol, mangled or not (weak and
+#      hidden ones included): anything else is a leak and fails the check;
 #   3. no Rust-internal symbol is left undefined (all Rust code is inside
 #      the archive; what it needs from outside is C: SQLite, libc, the
 #      unwinder);
@@ -59,7 +58,7 @@ else
 fi
 
 awk '$1 == "export" { print $2 }' "$SCRIPT_DIR/mobile-symbols.txt" | sort -u >"$work/exports.txt"
-awk '$1 == "allow" { print $2 }' "$SCRIPT_DIR/mobile-symbols.txt" | sort -u >"$work/allowed.txt"
+awk '$1 == "runtime" { print $2 }' "$SCRIPT_DIR/mobile-symbols.txt" | sort -u >"$work/runtime.txt"
 
 # 1. the public entry points
 while IFS= read -r name; do
@@ -72,14 +71,12 @@ leaks=()
 while read -r kind bind vis name; do
     [[ $kind == D ]] || continue
     if grep -qxF "$name" "$work/exports.txt"; then continue; fi
-    if grep -qxF "$name" "$work/allowed.txt" && [[ $bind == WEAK && $vis == HIDDEN ]]; then continue; fi
     leaks+=("$bind/$vis $name")
 done <"$work/symbols.txt"
 if [[ ${#leaks[@]} -gt 0 ]]; then
     printf '  %s\n' "${leaks[@]}" >&2
     fail "${#leaks[@]} defined external symbol(s) beyond scripts/mobile-symbols.txt (listed above)"
 fi
-defined_count=$(awk '$1 == "D"' "$work/symbols.txt" | wc -l)
 
 # 3. Rust-internal references resolved inside the archive
 awk '$1 == "D" { print $4 }' "$work/symbols.txt" | sort -u >"$work/defined.txt"
@@ -90,6 +87,7 @@ if grep -E '^(_R|_ZN|__rust|rust_|__rdl_|__rg_)' "$work/undefined.txt" >"$work/r
 fi
 sqlite_refs=$(grep -c '^sqlite3_' "$work/undefined.txt" || true)
 other_refs=$(grep -vc '^sqlite3_' "$work/undefined.txt" || true)
+runtime_refs=$(comm -12 "$work/undefined.txt" "$work/runtime.txt" | tr '\n' ' ')
 
 # 4. it links, and exports exactly the entry points
 if [[ $FORMAT == elf ]]; then
@@ -108,7 +106,7 @@ else
         x86_64-apple-darwin) arch=x86_64 platform=macos ;;
         *) fail "no ld64.lld settings for $TARGET" ;;
     esac
-    ld64.lld-22 -arch "$arch" -platform_version "$platform" 13.0 17.0 -dylib -dead_strip \
+    ld64.lld-22 -arch "$arch" -platform_version "$platform" 14.0 17.0 -dylib -dead_strip \
         -undefined dynamic_lookup -all_load "$ARCHIVE" -o "$work/linked.dylib" 2>"$work/ld.err" \
         || { cat "$work/ld.err" >&2; fail "ld64.lld could not link the archive"; }
     grep -v 'dynamic_lookup' "$work/ld.err" >&2 || true
@@ -126,7 +124,7 @@ fi
 llvm-strip-22 "$linked" -o "$work/linked.stripped"
 
 size() { stat -c %s "$1"; }
-log "OK: exports $(tr '\n' ' ' <"$work/exports.txt")and $((defined_count - $(wc -l <"$work/exports.txt"))) allowed weak hidden intrinsic(s); needs $sqlite_refs sqlite3_* and $other_refs other C symbol(s) from the app"
+log "OK: defines only $(tr '\n' ' ' <"$work/exports.txt")(global); needs $sqlite_refs sqlite3_* and $other_refs other C symbol(s) from the app${runtime_refs:+, including the runtime intrinsics $runtime_refs}"
 raw_note=""
 [[ -z $RAW ]] || raw_note=" (as cargo wrote it: $(size "$RAW"))"
 log "sizes: archive $(size "$ARCHIVE") bytes$raw_note, linked and stripped $(size "$work/linked.stripped") bytes"
