@@ -102,7 +102,7 @@ fn tables(db: &Connection) -> Vec<(String, Vec<Vec<Value>>)> {
     ]
     .iter()
     .map(|t| {
-        // ps_buckets: the reference's columns (oplite adds its own stats).
+        // ps_buckets: the reference's columns (oplite has two of its own).
         let columns = if *t == "ps_buckets" {
             "id, name, last_applied_op, last_op, add_checksum, op_checksum, pending_delete, count_at_last, count_since_last, downloaded_size"
         } else {
