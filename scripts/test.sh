@@ -2,7 +2,7 @@
 # Runs every test of oplite on this machine, installing what they need first.
 # This is the README's test command and what .ci/run runs.
 #   scripts/test.sh            # everything
-#   OPLITE_SKIP_WASM=1 scripts/test.sh   # skip the wasm32 build check
+#   OPLITE_SKIP_WASM=1 scripts/test.sh   # skip the wasm32 build and the web package tests
 #   OPLITE_SKIP_FUZZ=1, OPLITE_SKIP_MEMCHECK=1   # skip libFuzzer, valgrind
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +50,8 @@ fi
 if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
   step "building the extension for wasm32-unknown-unknown"
   bash scripts/build-wasm.sh oplite --no-default-features --features static
+  step "web package: build, Node tests, Chromium tests (scripts/test-wasm.sh)"
+  bash scripts/test-wasm.sh
 fi
 
 step "done"

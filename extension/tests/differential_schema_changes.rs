@@ -101,7 +101,15 @@ fn tables(db: &Connection) -> Vec<(String, Vec<Vec<Value>>)> {
         "items", "drafts",
     ]
     .iter()
-    .map(|t| (t.to_string(), rows(db, &format!("SELECT * FROM {t} ORDER BY 1"))))
+    .map(|t| {
+        // ps_buckets: the reference's columns (oplite has two of its own).
+        let columns = if *t == "ps_buckets" {
+            "id, name, last_applied_op, last_op, add_checksum, op_checksum, pending_delete, count_at_last, count_since_last, downloaded_size"
+        } else {
+            "*"
+        };
+        (t.to_string(), rows(db, &format!("SELECT {columns} FROM {t} ORDER BY 1")))
+    })
     .chain(std::iter::once(("ps_kv".to_string(), rows(db, "SELECT key FROM ps_kv WHERE key != 'client_id'"))))
     .collect()
 }

@@ -53,7 +53,7 @@ fn fill(db: &Connection) {
          INSERT INTO ps_buckets(name, last_applied_op, last_op) VALUES ('b1', 5, 5);
          INSERT INTO ps_oplog(bucket, op_id, row_type, row_id, key, data, hash) VALUES (1, 5, 'items', 's', 'items/s/null', '{}', 1);
          INSERT INTO ps_untyped VALUES ('unknown', 'u', '{}');
-         INSERT INTO ps_sync_state VALUES (2147483647, 'now');
+         INSERT INTO ps_sync_state VALUES (2147483647, 1);
          INSERT INTO ps_stream_subscriptions(stream_name) VALUES ('s');
          INSERT INTO ps_kv VALUES ('last_seen_checkpoint_request_id', 3);",
     )
@@ -110,7 +110,7 @@ fn soft_clear_keeps_downloads_and_resync_marks_buckets() {
     );
     assert_eq!(texts(&db, "SELECT last_applied_op FROM ps_buckets"), ["0"]);
 
-    db.execute_batch("UPDATE ps_buckets SET last_applied_op = 5; INSERT INTO ps_sync_state VALUES (2147483647, 'now');").unwrap();
+    db.execute_batch("UPDATE ps_buckets SET last_applied_op = 5; INSERT INTO ps_sync_state VALUES (2147483647, 1);").unwrap();
     db.execute_batch("BEGIN; SELECT powersync_trigger_resync(0); COMMIT;").unwrap();
     assert_eq!(texts(&db, "SELECT last_applied_op FROM ps_buckets"), ["0"]);
     assert_eq!(texts(&db, "SELECT count(*) FROM ps_sync_state"), ["1"]);

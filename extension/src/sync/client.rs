@@ -118,6 +118,11 @@ fn new_token() -> String {
 }
 
 impl SyncClient {
+    /// Whether a sync iteration is running.
+    pub fn has_iteration(&self) -> bool {
+        self.iteration.is_some()
+    }
+
     /// Handles one event.
     pub fn control(&mut self, db: &Connection, op: &str, payload: Payload<'_>) -> Result<ControlResult> {
         let mut out = Vec::new();
