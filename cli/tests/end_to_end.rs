@@ -544,6 +544,22 @@ fn the_binary_keeps_syncing_until_interrupted_and_then_reports() {
 }
 
 #[test]
+fn the_binary_passes_a_forced_strategy_to_the_engine_and_reports_it() {
+    let dir = scratch("binary-strategy");
+    let service = generated(StreamSpec::benchmark(1_000));
+    let output = oplite()
+        .args(["sync", "--once", "--no-progress", "--timeout", "60", "--strategy", "incremental"])
+        .args(["--endpoint", &service.url(), "--token", "dev"])
+        .arg("--db")
+        .arg(dir.join("app.db"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("strategy    incremental"), "{stdout}");
+}
+
+#[test]
 fn the_demo_runs_small() {
     let dir = scratch("demo");
     let db = dir.join("demo.db");
