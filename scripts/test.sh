@@ -3,6 +3,7 @@
 # This is the README's test command and what .ci/run runs.
 #   scripts/test.sh            # everything
 #   OPLITE_SKIP_WASM=1 scripts/test.sh   # skip the wasm32 build and the web package tests
+#   OPLITE_SKIP_FUZZ=1, OPLITE_SKIP_MEMCHECK=1   # skip libFuzzer, valgrind
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -25,8 +26,26 @@ nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_powersync_init$'
 nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_oplite_init$'
 
 step "unit and integration tests"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test-ext 2>&1 | tee "$log"
 
-cargo test-ext
+step "test-data, the loopback service and the CLI end to end"
+# Sync, local write + upload + confirmed write checkpoint, reconnect after a
+# dropped stream, expired and expiring tokens, the binary and the demo.
+cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli 2>&1 | tee -a "$log"
+
+# Reliability (README "Reliability"): the crash, fault, concurrency,
+# bad-input, upgrade and seeded-fuzz tests ran with the tests above; these
+# two need their own runs.
+if [[ -z ${OPLITE_SKIP_FUZZ:-} ]]; then
+  step "libFuzzer: every fuzz target for ${OPLITE_FUZZ_SECONDS:-20}s (scripts/fuzz.sh)"
+  bash scripts/fuzz.sh "${OPLITE_FUZZ_SECONDS:-20}"
+fi
+if [[ -z ${OPLITE_SKIP_MEMCHECK:-} ]]; then
+  step "valgrind memcheck over a subset of the tests (scripts/memcheck.sh)"
+  bash scripts/memcheck.sh
+fi
 
 if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
   step "building the extension for wasm32-unknown-unknown"
@@ -36,3 +55,6 @@ if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
 fi
 
 step "done"
+# One closing line for everything cargo ran (the last cargo summary is the
+# doc-tests', which run none).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

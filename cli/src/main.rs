@@ -1,65 +1,179 @@
 //! `oplite`: the command-line host for the oplite sync engine.
 //!
-//! For now it has one command, `oplite demo [--db FILE]`, which creates a
-//! database file, loads oplite into it, initialises the internal schema and
-//! prints what it made. The sync commands grow from here.
+//! - `oplite sync --db app.db --endpoint URL --token T`: syncs a database
+//!   with a PowerSync-compatible service.
+//! - `oplite demo`: the same against an embedded loopback test service with
+//!   a generated 1M-op stream.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use rusqlite::Connection;
+use clap::{Args, Parser, Subcommand};
+use oplite_cli::demo::{self, DemoOptions};
+use oplite_cli::engine::SchemaOutcome;
+use oplite_cli::{Database, Error, StopWhen, SyncOptions, TokenSource};
+
+#[derive(Parser)]
+#[command(name = "oplite", version, about = "oplite: an offline-first sync client for SQLite, compatible with the PowerSync protocol")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Sync a database file with a PowerSync-compatible service.
+    Sync(SyncArgs),
+    /// Sync a generated 1M-op stream from an embedded loopback service.
+    Demo(DemoArgs),
+}
+
+#[derive(Args)]
+struct SyncArgs {
+    /// The database file (created if missing).
+    #[arg(long)]
+    db: PathBuf,
+    /// The app schema (JSON, as for powersync_replace_schema).
+    #[arg(long)]
+    schema: Option<PathBuf>,
+    /// The service URL, e.g. https://xyz.powersync.journeyapps.com
+    #[arg(long)]
+    endpoint: String,
+    /// A token (JWT) for the service.
+    #[arg(long, required_unless_present = "token_command", conflicts_with = "token_command")]
+    token: Option<String>,
+    /// A shell command printing a fresh token; run again whenever the
+    /// service asks for new credentials.
+    #[arg(long)]
+    token_command: Option<String>,
+    /// Where the connector posts {"batch": [ps_crud entries]} (default:
+    /// ENDPOINT/upload, the loopback test service's).
+    #[arg(long)]
+    upload_url: Option<String>,
+    /// Ask for BSON lines instead of JSON.
+    #[arg(long)]
+    bson: bool,
+    /// Sync parameters (a JSON object).
+    #[arg(long)]
+    parameters: Option<String>,
+    /// Exit after the first complete sync with nothing left to upload
+    /// (default: keep syncing until Ctrl-C).
+    #[arg(long)]
+    once: bool,
+    /// Give up after this many seconds.
+    #[arg(long)]
+    timeout: Option<f64>,
+    /// Longest silence on the stream, in seconds, before reconnecting.
+    #[arg(long, default_value_t = 90.0)]
+    read_timeout: f64,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+    /// Print the engine's log lines and the loop's events.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    /// The database file (replaced on every run).
+    #[arg(long, default_value = "oplite-demo.db")]
+    db: PathBuf,
+    /// Ops in the generated stream.
+    #[arg(long, default_value_t = 1_000_000)]
+    ops: u64,
+    /// Stream shape: benchmark, wide, duplicates, many-buckets, single-bucket.
+    #[arg(long, default_value = "benchmark")]
+    shape: String,
+    /// BSON lines instead of JSON.
+    #[arg(long)]
+    bson: bool,
+    /// Skip the local-write round trip.
+    #[arg(long)]
+    no_round_trip: bool,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+    /// Print the engine's log lines.
+    #[arg(short, long)]
+    verbose: bool,
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("demo") => demo(&args[1..]),
-        Some("--version") => {
-            println!("oplite {}", env!("CARGO_PKG_VERSION"));
-            Ok(())
-        }
-        _ => {
-            eprintln!("usage: oplite demo [--db FILE]");
-            return ExitCode::from(2);
-        }
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Sync(args) => sync(args),
+        Command::Demo(args) => demo::run(&DemoOptions {
+            db: args.db,
+            shape: args.shape,
+            ops: args.ops,
+            binary: args.bson,
+            progress: !args.no_progress,
+            round_trip: !args.no_round_trip,
+            verbose: args.verbose,
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
+        Err(Error::Usage(message)) => {
             eprintln!("oplite: {message}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("oplite: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn demo(args: &[String]) -> Result<(), String> {
-    let path = match args {
-        [] => "oplite-demo.db".to_owned(),
-        [flag, path] if flag == "--db" => path.clone(),
-        _ => return Err("usage: oplite demo [--db FILE]".into()),
-    };
-    let db = Connection::open(&path).map_err(|e| format!("opening {path}: {e}"))?;
-    oplite::register(&db).map_err(|e| e.to_string())?;
-    db.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").map_err(|e| format!("powersync_init: {e}"))?;
+fn seconds(value: f64, flag: &str) -> Result<Duration, Error> {
+    Duration::try_from_secs_f64(value).map_err(|_| Error::Usage(format!("{flag}: not a number of seconds: {value}")))
+}
 
-    let version: String = db.query_row("SELECT oplite_version()", [], |r| r.get(0)).map_err(|e| e.to_string())?;
-    let schema: i64 = db
-        .query_row("SELECT max(id) FROM ps_migration", [], |r| r.get(0))
-        .map_err(|e| e.to_string())?;
-    let client: String = db.query_row("SELECT powersync_client_id()", [], |r| r.get(0)).map_err(|e| e.to_string())?;
-    println!("{version}");
-    println!("database:                {path}");
-    println!("internal schema version: {schema}");
-    println!("client id:               {client}");
-    println!("tables:");
-    let mut stmt = db
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
-        .map_err(|e| e.to_string())?;
-    let names = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(|e| e.to_string())?;
-    for name in names {
-        let name = name.map_err(|e| e.to_string())?;
-        let rows: i64 = db
-            .query_row(&format!("SELECT count(*) FROM \"{}\"", name.replace('"', "\"\"")), [], |r| r.get(0))
-            .map_err(|e| e.to_string())?;
-        println!("  {name:<28} {rows:>8} rows");
+fn sync(args: SyncArgs) -> Result<(), Error> {
+    let credentials = match (args.token, args.token_command) {
+        (Some(token), None) => TokenSource::Fixed(token),
+        (None, Some(command)) => TokenSource::Command(command),
+        _ => return Err(Error::Usage("give --token or --token-command".into())),
+    };
+    let parameters = match &args.parameters {
+        Some(text) => Some(serde_json::from_str(text).map_err(|e| Error::Usage(format!("--parameters: {e}")))?),
+        None => None,
+    };
+    let db = Database::open(&args.db)?;
+    if let Some(path) = &args.schema {
+        let schema = std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+        serde_json::from_str::<serde_json::Value>(&schema)
+            .map_err(|e| Error::Usage(format!("{}: not JSON: {e}", path.display())))?;
+        if db.replace_schema(&schema)? == SchemaOutcome::Unsupported {
+            eprintln!(
+                "oplite: warning: this build has no powersync_replace_schema yet; --schema is ignored and synced rows are kept in ps_untyped"
+            );
+        }
     }
-    Ok(())
+    let mut options = SyncOptions::new(args.endpoint, credentials);
+    options.upload_url = args.upload_url;
+    options.binary = args.bson;
+    options.parameters = parameters;
+    options.stop_when = if args.once { StopWhen::Synced } else { StopWhen::Cancelled };
+    options.timeout = args.timeout.map(|t| seconds(t, "--timeout")).transpose()?;
+    options.read_timeout = seconds(args.read_timeout, "--read-timeout")?;
+    options.progress = !args.no_progress;
+    options.verbose = args.verbose;
+    let cancel = options.cancel.clone();
+    ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst))
+        .map_err(|e| Error::Usage(format!("installing the Ctrl-C handler: {e}")))?;
+    match oplite_cli::run(&db, &options) {
+        Ok(summary) => {
+            oplite_cli::print_summary(&summary, &args.db);
+            Ok(())
+        }
+        Err(Error::Timeout(summary)) => {
+            oplite_cli::print_summary(&summary, &args.db);
+            Err(Error::Timeout(summary))
+        }
+        Err(e) => Err(e),
+    }
 }

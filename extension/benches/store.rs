@@ -5,9 +5,13 @@
 //!     cargo bench -p oplite --no-default-features --features bundled --bench store
 //!         [-- --lines 200] [--runs 5] [--only-oplite | --only-reference]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::Path;
 use std::time::Instant;
+
+use common::reference_core;
 
 use rusqlite::Connection;
 use serde_json::{json, Value};
@@ -39,15 +43,6 @@ fn lines(count: usize) -> (Value, Vec<Value>) {
         "buckets": (0..BUCKETS).map(|b| json!({"bucket": format!("bucket{b}"), "checksum": checksums[b],
                                                   "priority": 3})).collect::<Vec<_>>()}});
     (checkpoint, out)
-}
-
-fn reference_core() -> PathBuf {
-    if let Some(path) = std::env::var_os("REFERENCE_CORE") {
-        return path.into();
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/reference-core.sh");
-    let out = Command::new("bash").arg(script).output().expect("reference-core.sh");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
 fn open(reference: bool, path: &Path) -> Connection {

@@ -12,8 +12,12 @@
 //! line alone. The child reports time, temp-file bytes written (through a
 //! counting VFS) and its peak RSS. The table shows medians.
 
+#[path = "common/mod.rs"]
+mod common;
 #[path = "../tests/common/counting_vfs.rs"]
 mod counting_vfs;
+
+use common::reference_core;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -260,15 +264,6 @@ fn open(core: Core, path: &Path) -> Connection {
     db
 }
 
-fn reference_core() -> PathBuf {
-    if let Some(path) = std::env::var_os("REFERENCE_CORE") {
-        return path.into();
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/reference-core.sh");
-    let out = Command::new("bash").arg(script).output().expect("reference-core.sh");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
 fn prepare(workload: &Workload, core: Core, n: usize, dir: &Path) -> PathBuf {
     let path = dir.join(format!("{}-{:?}.db", workload.name, core));
     let _ = std::fs::remove_file(&path);
@@ -375,16 +370,19 @@ fn main() {
         if only.as_deref().is_some_and(|o| o != workload.name) {
             continue;
         }
-        let mut cells = Vec::new();
-        let mut medians = Vec::new();
-        for (label, core, strategy) in VARIANTS {
-            let prepared = prepare_cached(&workload, *core, n, &dir);
-            let mut times = Vec::new();
-            let (mut temp, mut rss, mut picked) = (0i64, 0i64, String::new());
-            for _ in 0..runs {
+        // Runs go round-robin over the variants, so a change in the load of
+        // the machine hits them all alike.
+        let prepared: Vec<PathBuf> =
+            VARIANTS.iter().map(|(_, core, _)| prepare_cached(&workload, *core, n, &dir)).collect();
+        let mut times = vec![Vec::new(); VARIANTS.len()];
+        let mut temp = vec![0i64; VARIANTS.len()];
+        let mut rss = vec![0i64; VARIANTS.len()];
+        let mut picked = vec![String::new(); VARIANTS.len()];
+        for _ in 0..runs {
+            for (v, (label, core, strategy)) in VARIANTS.iter().enumerate() {
                 let copy = dir.join("run.db");
-                std::fs::copy(&prepared, &copy).unwrap();
-                std::fs::copy(prepared.with_extension("checkpoint.json"), copy.with_extension("checkpoint.json"))
+                std::fs::copy(&prepared[v], &copy).unwrap();
+                std::fs::copy(prepared[v].with_extension("checkpoint.json"), copy.with_extension("checkpoint.json"))
                     .unwrap();
                 let out = Command::new(&exe)
                     .args(["--child", workload.name, if *core == Core::Reference { "reference" } else { "oplite" }])
@@ -397,16 +395,20 @@ fn main() {
                     out.stdout.split(|b| *b == b'\n').find(|l| l.starts_with(b"{")).unwrap(),
                 )
                 .unwrap();
-                times.push(report["ms"].as_f64().unwrap());
-                temp = temp.max(report["temp_bytes"].as_i64().unwrap());
-                rss = rss.max(report["max_rss_kb"].as_i64().unwrap());
-                picked = report["strategy"].as_str().unwrap_or_default().to_owned();
+                times[v].push(report["ms"].as_f64().unwrap());
+                temp[v] = temp[v].max(report["temp_bytes"].as_i64().unwrap());
+                rss[v] = rss[v].max(report["max_rss_kb"].as_i64().unwrap());
+                picked[v] = report["strategy"].as_str().unwrap_or_default().to_owned();
                 let _ = std::fs::remove_file(&copy);
             }
-            let m = median(&mut times);
+        }
+        let mut cells = Vec::new();
+        let mut medians = Vec::new();
+        for (v, (_, _, strategy)) in VARIANTS.iter().enumerate() {
+            let m = median(&mut times[v]);
             medians.push(m);
-            let picked = if *strategy == "auto" { format!(" ({picked})") } else { String::new() };
-            cells.push(format!("{m:.1}{picked}<br>temp {} KiB, RSS {} MiB", temp / 1024, rss / 1024));
+            let picked = if *strategy == "auto" { format!(" ({})", picked[v]) } else { String::new() };
+            cells.push(format!("{m:.1}{picked}<br>temp {} KiB, RSS {} MiB", temp[v] / 1024, rss[v] / 1024));
         }
         let best_forced = medians[0].min(medians[1]);
         println!(

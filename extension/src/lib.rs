@@ -13,6 +13,8 @@
 //! - [`migrations`]: the internal schema (`sql/migrations/*.sql`).
 //! - [`functions`]: the SQL functions, one module per concern, each with a
 //!   `register` function called from [`register`].
+//! - [`schema`]: the app's schema (views, triggers, typed data tables), the
+//!   upload queue, and the interface the sync apply writes rows through.
 //!
 //! # Builds
 //!
@@ -32,6 +34,7 @@ pub mod bson;
 pub mod error;
 pub mod functions;
 pub mod migrations;
+pub mod schema;
 pub mod sqlite;
 pub mod sync;
 pub mod sync_local;

@@ -26,11 +26,18 @@ pub struct Migration {
 }
 
 /// Every version, in order. The last one is [`LATEST_VERSION`].
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    up: include_str!("../../sql/migrations/0001_initial.up.sql"),
-    down: include_str!("../../sql/migrations/0001_initial.down.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        up: include_str!("../../sql/migrations/0001_initial.up.sql"),
+        down: include_str!("../../sql/migrations/0001_initial.down.sql"),
+    },
+    Migration {
+        version: 2,
+        up: include_str!("../../sql/migrations/0002_raw_tables.up.sql"),
+        down: include_str!("../../sql/migrations/0002_raw_tables.down.sql"),
+    },
+];
 
 /// The internal schema version this build writes.
 pub const LATEST_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;

@@ -3,7 +3,10 @@
 //! Everything above this module uses safe types: a [`rusqlite::Connection`]
 //! for statements, [`ValueRef`] for arguments and [`Value`] for results.
 //! Raw pointers, `extern "C"` callbacks and the entry points live here and
-//! nowhere else.
+//! nowhere else: this file (functions, entry points) and its two
+//! submodules, `vtab` (write-only virtual tables that see transactions
+//! begin, commit, roll back and hit savepoints) and `connection_data`
+//! (per-connection state and the change hooks).
 //!
 //! Why not rusqlite's own `create_scalar_function`? It reports every error as
 //! `SQLITE_ERROR` (it sets the code before the message, and SQLite resets the
@@ -18,6 +21,7 @@
 //! crosses into C. WASM builds abort instead (the target's default), which
 //! traps the module rather than unwinding through JavaScript.
 
+use std::cell::OnceCell;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -27,9 +31,41 @@ use rusqlite::Connection;
 
 use crate::error::{OpliteError, Result};
 
+mod connection_data;
+mod vtab;
+
+pub use connection_data::{client_data, install_change_hooks, ChangeObserver, ClientDataKey};
+pub use vtab::{register_write_only_table, WriteOnlyTable};
+
 /// The body of a scalar SQL function: the connection it runs on and its
 /// arguments in, a value or an error out.
 pub type ScalarBody = dyn Fn(&Connection, &[ValueRef<'_>]) -> Result<Value>;
+
+/// The body of a scalar SQL function that opens the connection only when it
+/// needs it. Functions called once per row from triggers use this: wrapping
+/// the handle in a [`Connection`] allocates, and most calls never need it.
+pub type FunctionBody = dyn Fn(&CallContext, &[ValueRef<'_>]) -> Result<Value>;
+
+/// What a [`FunctionBody`] gets besides its arguments.
+pub struct CallContext {
+    handle: *mut ffi::sqlite3,
+    connection: OnceCell<Connection>,
+}
+
+impl CallContext {
+    /// The connection the function runs on, wrapped on first use.
+    pub fn db(&self) -> Result<&Connection> {
+        if let Some(db) = self.connection.get() {
+            return Ok(db);
+        }
+        // SAFETY: the context's connection is open while its function runs;
+        // the non-owning Connection is dropped with this context, before the
+        // call returns.
+        let db = unsafe { Connection::from_handle(self.handle) }
+            .map_err(|e| OpliteError::sqlite("opening connection handle", e))?;
+        Ok(self.connection.get_or_init(|| db))
+    }
+}
 
 /// How a function behaves, for SQLite's planner and its security checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +82,7 @@ pub enum Purity {
 
 struct RegisteredFunction {
     name: &'static str,
-    body: Box<ScalarBody>,
+    body: Box<FunctionBody>,
 }
 
 /// Registers a scalar function on `db`. `n_args` of -1 accepts any number.
@@ -56,6 +92,18 @@ pub fn register_scalar(
     n_args: c_int,
     purity: Purity,
     body: Box<ScalarBody>,
+) -> Result<()> {
+    register_function(db, name, n_args, purity, Box::new(move |ctx, args| body(ctx.db()?, args)))
+}
+
+/// Registers a scalar function whose body opens the connection lazily
+/// (see [`FunctionBody`]). `n_args` of -1 accepts any number.
+pub fn register_function(
+    db: &Connection,
+    name: &'static str,
+    n_args: c_int,
+    purity: Purity,
+    body: Box<FunctionBody>,
 ) -> Result<()> {
     let c_name = CString::new(name).map_err(|_| OpliteError::Internal(format!("function name {name:?}")))?;
     let mut flags = ffi::SQLITE_UTF8;
@@ -91,8 +139,8 @@ pub fn register_scalar(
 }
 
 unsafe extern "C" fn destroy_function(user_data: *mut c_void) {
-    // SAFETY: created by Box::into_raw in register_scalar; SQLite calls this
-    // exactly once.
+    // SAFETY: created by Box::into_raw in register_function; SQLite calls
+    // this exactly once.
     drop(unsafe { Box::from_raw(user_data.cast::<RegisteredFunction>()) });
 }
 
@@ -101,15 +149,24 @@ unsafe extern "C" fn call_function(ctx: *mut ffi::sqlite3_context, argc: c_int, 
     // destroy_function runs.
     let function = unsafe { &*ffi::sqlite3_user_data(ctx).cast::<RegisteredFunction>() };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: argv holds argc values that live for this call.
-        let args: Vec<ValueRef<'_>> = (0..argc.max(0) as usize)
-            .map(|i| unsafe { value_ref(*argv.add(i)) })
-            .collect();
-        // SAFETY: the context's connection is open while its function runs.
-        // The non-owning Connection is dropped before we return.
-        let db = unsafe { Connection::from_handle(ffi::sqlite3_context_db_handle(ctx)) }
-            .map_err(|e| OpliteError::sqlite("opening connection handle", e))?;
-        (function.body)(&db, &args)
+        // Functions run once per row from triggers: most calls keep their
+        // arguments on the stack instead of allocating.
+        let argc = argc.max(0) as usize;
+        let mut on_stack = [ValueRef::Null; 64];
+        let mut on_heap = Vec::new();
+        let args: &mut [ValueRef<'_>] = if argc <= on_stack.len() {
+            &mut on_stack[..argc]
+        } else {
+            on_heap.resize(argc, ValueRef::Null);
+            &mut on_heap
+        };
+        for (i, arg) in args.iter_mut().enumerate() {
+            // SAFETY: argv holds argc values that live for this call.
+            *arg = unsafe { value_ref(*argv.add(i)) };
+        }
+        // SAFETY: ctx is the live context of this call.
+        let call = CallContext { handle: unsafe { ffi::sqlite3_context_db_handle(ctx) }, connection: OnceCell::new() };
+        (function.body)(&call, args)
     }));
     let result = outcome.unwrap_or_else(|panic| Err(panic_error(function.name, panic)));
     // SAFETY: ctx is the live context of this call.
@@ -121,7 +178,7 @@ unsafe extern "C" fn call_function(ctx: *mut ffi::sqlite3_context, argc: c_int, 
     }
 }
 
-fn panic_error(name: &str, panic: Box<dyn std::any::Any + Send>) -> OpliteError {
+pub(crate) fn panic_error(name: &str, panic: Box<dyn std::any::Any + Send>) -> OpliteError {
     let message = panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -133,7 +190,7 @@ fn panic_error(name: &str, panic: Box<dyn std::any::Any + Send>) -> OpliteError 
 /// Reads a `sqlite3_value` without copying its text or blob.
 ///
 /// SAFETY: `value` must be a valid protected value for the lifetime `'a`.
-unsafe fn value_ref<'a>(value: *mut ffi::sqlite3_value) -> ValueRef<'a> {
+pub(crate) unsafe fn value_ref<'a>(value: *mut ffi::sqlite3_value) -> ValueRef<'a> {
     unsafe {
         match ffi::sqlite3_value_type(value) {
             ffi::SQLITE_INTEGER => ValueRef::Integer(ffi::sqlite3_value_int64(value)),
@@ -161,7 +218,7 @@ unsafe fn value_ref<'a>(value: *mut ffi::sqlite3_value) -> ValueRef<'a> {
     }
 }
 
-unsafe fn set_result(ctx: *mut ffi::sqlite3_context, value: Value) {
+pub(crate) unsafe fn set_result(ctx: *mut ffi::sqlite3_context, value: Value) {
     unsafe {
         match value {
             Value::Null => ffi::sqlite3_result_null(ctx),
@@ -175,6 +232,27 @@ unsafe fn set_result(ctx: *mut ffi::sqlite3_context, value: Value) {
                 ffi::SQLITE_UTF8 as u8,
             ),
             Value::Blob(b) => {
+                ffi::sqlite3_result_blob64(ctx, b.as_ptr().cast::<c_void>(), b.len() as u64, ffi::SQLITE_TRANSIENT())
+            }
+        }
+    }
+}
+
+/// Sets a borrowed value as the result; SQLite copies text and blobs.
+pub(crate) unsafe fn set_result_ref(ctx: *mut ffi::sqlite3_context, value: ValueRef<'_>) {
+    unsafe {
+        match value {
+            ValueRef::Null => ffi::sqlite3_result_null(ctx),
+            ValueRef::Integer(i) => ffi::sqlite3_result_int64(ctx, i),
+            ValueRef::Real(r) => ffi::sqlite3_result_double(ctx, r),
+            ValueRef::Text(s) => ffi::sqlite3_result_text64(
+                ctx,
+                s.as_ptr().cast::<c_char>(),
+                s.len() as u64,
+                ffi::SQLITE_TRANSIENT(),
+                ffi::SQLITE_UTF8 as u8,
+            ),
+            ValueRef::Blob(b) => {
                 ffi::sqlite3_result_blob64(ctx, b.as_ptr().cast::<c_void>(), b.len() as u64, ffi::SQLITE_TRANSIENT())
             }
         }

@@ -48,19 +48,23 @@ impl Session {
         matches!(answer, Answer::Json(Value::Array(items)) if items.iter().any(|i| i.get("CloseSyncStream").is_some()))
     }
 
+    /// A local write through the app's view (its triggers queue the upload
+    /// and do the bookkeeping in each core): update, delete or insert.
     fn local_write(&mut self) {
         self.local_writes += 1;
         let id = format!("row{}", self.server.rng.below(12));
         let n = self.local_writes;
-        self.pair.execute(&format!(
-            "BEGIN;
-             INSERT INTO ps_crud(data, tx_id) VALUES('{{\"op\":\"PUT\",\"id\":\"{id}\",\"type\":\"items\",\"data\":{{\"local\":{n}}}}}', {n});
-             INSERT OR REPLACE INTO ps_kv(key, value) VALUES('target_checkpoint_request_id', 9223372036854775807);
-             DELETE FROM ps_kv WHERE key IN ('last_seen_checkpoint_request_id', 'last_applied_checkpoint_request_id');
-             INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES('items', '{id}');
-             INSERT OR REPLACE INTO ps_untyped(type, id, data) VALUES('items', '{id}', '{{\"local\":{n}}}');
-             COMMIT;"
-        ));
+        let exists: bool = self
+            .pair
+            .ours
+            .query_row("SELECT EXISTS(SELECT 1 FROM items WHERE id = ?1)", [&id], |r| r.get(0))
+            .unwrap();
+        let sql = match (exists, self.server.rng.below(3)) {
+            (true, 0) => format!("DELETE FROM items WHERE id = '{id}'"),
+            (true, _) => format!("UPDATE items SET name = 'local{n}', n = {n} WHERE id = '{id}'"),
+            (false, _) => format!("INSERT INTO items(id, name, n) VALUES ('{id}', 'local{n}', {n})"),
+        };
+        self.pair.execute(&format!("BEGIN; {sql}; COMMIT;"));
     }
 
     fn upload(&mut self) {
@@ -167,8 +171,13 @@ fn corrupt_checksum(line: &mut Value, pick: u64) {
 
 fn run_seed(seed: u64, strategy: &str) {
     let options = ServerOptions { buckets: 1 + (seed % 4) as usize, ..Default::default() };
-    let pair = Pair::new();
+    let mut pair = Pair::new();
     pair.ours.query_row("SELECT oplite_sync_local_strategy(?1)", [strategy], |_| Ok(())).unwrap();
+    // items and lists have tables; rows of type "other" stay untyped.
+    pair.replace_schema(&serde_json::json!({"tables": [
+        {"name": "items", "columns": [{"name": "name", "type": "text"}, {"name": "n", "type": "integer"}]},
+        {"name": "lists", "columns": [{"name": "name", "type": "text"}]},
+    ]}));
     let mut session = Session {
         pair,
         server: ServerModel::new(seed, options),

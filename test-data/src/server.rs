@@ -108,6 +108,7 @@ impl Default for ServerOptions {
 }
 
 /// The service's state.
+#[derive(Clone)]
 pub struct ServerModel {
     /// The randomness of this session.
     pub rng: Rng,

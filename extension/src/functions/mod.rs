@@ -20,6 +20,7 @@ pub fn register(db: &Connection) -> Result<()> {
     ids::register(db)?;
     init::register(db)?;
     crate::sync::register(db)?;
+    crate::schema::register(db)?;
     Ok(())
 }
 

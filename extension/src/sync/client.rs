@@ -9,6 +9,24 @@
 //! One deliberate difference: a malformed line returns an error but leaves
 //! the iteration (and the database) as they were before the line, instead of
 //! ending the iteration. Lines are fully decoded before anything is written.
+//!
+//! One addition: the iteration's memory must match the database. Two
+//! connections (or processes) syncing the same database at once would
+//! corrupt each other's bookkeeping, and a host that goes on after a call's
+//! transaction was rolled back (a failed COMMIT) would feed an iteration
+//! that remembers writes the database no longer has: a missing data line
+//! then fails the checksums and the buckets are downloaded again. So
+//! `start` writes `<random token>/0` to `ps_kv` ([`OWNER_KEY`]), every line
+//! and `completed_upload` checks it first, and every call that changes
+//! sync state writes `<token>/<n+1>` in its own transaction. A different
+//! token means a later `start` elsewhere took over; the right token with
+//! another count means a transaction holding an earlier call was rolled
+//! back. Either way the iteration ends with an error instead of writing,
+//! and the host's next `start` resumes from what the database holds. The
+//! last `start` wins, so a crashed process never blocks the next one.
+//! Errors inside a call leave the iteration's memory as it was (memory is
+//! changed only after the call's writes succeed), so a busy database or a
+//! malformed line can be retried in the same iteration.
 
 use std::collections::{HashMap, HashSet};
 
@@ -32,6 +50,10 @@ pub const TARGET_KEY: &str = "target_checkpoint_request_id";
 pub const LAST_SEEN_KEY: &str = "last_seen_checkpoint_request_id";
 /// `ps_kv` key: the write checkpoint of the last applied checkpoint.
 pub const LAST_APPLIED_KEY: &str = "last_applied_checkpoint_request_id";
+/// `ps_kv` key (oplite's own): `<token>/<calls>` of the iteration allowed
+/// to write sync state, set by `start` and advanced by every call that
+/// changes it.
+pub const OWNER_KEY: &str = "oplite_sync_iteration";
 
 /// The checkpoint being downloaded.
 #[derive(Debug, Clone)]
@@ -44,6 +66,10 @@ struct TargetCheckpoint {
 /// One connection of the host to the sync stream, from `start` to its end.
 #[derive(Debug)]
 struct Iteration {
+    /// This iteration's token in `ps_kv` ([`OWNER_KEY`]).
+    token: String,
+    /// State-changing calls of this iteration so far (also in `ps_kv`).
+    calls: u64,
     status: SyncStatus,
     checkpoint: Option<TargetCheckpoint>,
     /// A validated full checkpoint that local data kept from being applied.
@@ -79,7 +105,24 @@ fn no_iteration() -> OpliteError {
     OpliteError::Misuse { function: "powersync_control", reason: "invalid state: No iteration is active".into() }
 }
 
+/// The [`OWNER_KEY`] value of an iteration after `calls` state-changing calls.
+fn owner_value(token: &str, calls: u64) -> String {
+    format!("{token}/{calls}")
+}
+
+/// A random token for an iteration (128 bits, hex).
+fn new_token() -> String {
+    let mut bytes = [0u8; 16];
+    crate::sqlite::random_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 impl SyncClient {
+    /// Whether a sync iteration is running.
+    pub fn has_iteration(&self) -> bool {
+        self.iteration.is_some()
+    }
+
     /// Handles one event.
     pub fn control(&mut self, db: &Connection, op: &str, payload: Payload<'_>) -> Result<ControlResult> {
         let mut out = Vec::new();
@@ -87,13 +130,13 @@ impl SyncClient {
             "start" => self.start(db, payload, &mut out)?,
             "stop" => self.stop(db, &mut out)?,
             "line_text" => {
-                self.iteration.as_ref().ok_or_else(no_iteration)?;
+                self.check_owner(db)?;
                 let text = payload.text("line_text")?;
                 let line = super::line::parse_text(text).map_err(protocol_error("text"))?;
                 self.line(db, line, text.len(), &mut out)?;
             }
             "line_binary" => {
-                self.iteration.as_ref().ok_or_else(no_iteration)?;
+                self.check_owner(db)?;
                 let bytes = payload.bytes("line_binary")?;
                 let line = super::line::parse_binary(bytes).map_err(protocol_error("binary"))?;
                 self.line(db, line, bytes.len(), &mut out)?;
@@ -127,10 +170,56 @@ impl SyncClient {
                 }
                 return Ok(ControlResult::Value(previous));
             }
-            "update_subscriptions" | "subscriptions" => {}
+            // Sync streams are not implemented yet: the payloads are checked
+            // as the reference checks them, and nothing changes.
+            "update_subscriptions" => {
+                let text = payload.text("update_subscriptions")?;
+                serde_json::from_str::<Vec<JsonValue>>(text)
+                    .map_err(|e| invalid_argument(format!("update_subscriptions payload: {e}")))?;
+                self.iteration.as_ref().ok_or_else(no_iteration)?;
+            }
+            "subscriptions" => {
+                let text = payload.text("subscriptions")?;
+                serde_json::from_str::<JsonValue>(text)
+                    .map_err(|e| invalid_argument(format!("subscriptions payload: {e}")))?;
+            }
             other => return Err(invalid_argument(format!("unknown operation {other:?}"))),
         }
         Ok(ControlResult::Instructions(out))
+    }
+
+    /// Fails unless an iteration is active, still owns sync state and its
+    /// state-changing calls so far all committed (see the module docs).
+    fn check_owner(&mut self, db: &Connection) -> Result<()> {
+        let iteration = self.iteration.as_ref().ok_or_else(no_iteration)?;
+        let stored = storage::kv_text(db, OWNER_KEY)?;
+        let expected = owner_value(&iteration.token, iteration.calls);
+        if stored.as_deref() == Some(expected.as_str()) {
+            return Ok(());
+        }
+        let ours = stored.as_deref().and_then(|v| v.split_once('/')).is_some_and(|(token, _)| token == iteration.token);
+        self.iteration = None;
+        Err(OpliteError::Misuse {
+            function: "powersync_control",
+            reason: if ours {
+                "the transaction of an earlier call of this sync iteration was rolled back (or its COMMIT failed), \
+                 so the iteration no longer matches the database and has ended; call start to resume"
+                    .into()
+            } else {
+                "another connection started syncing this database, so this iteration has ended; \
+                 sync from one connection at a time (call start again to take over)"
+                    .into()
+            },
+        })
+    }
+
+    /// Records a state-changing call of the active iteration.
+    fn advance(&mut self, db: &Connection) -> Result<()> {
+        if let Some(iteration) = self.iteration.as_mut() {
+            storage::set_kv_text(db, OWNER_KEY, &owner_value(&iteration.token, iteration.calls + 1))?;
+            iteration.calls += 1;
+        }
+        Ok(())
     }
 
     fn start(&mut self, db: &Connection, payload: Payload<'_>, out: &mut Vec<Instruction>) -> Result<()> {
@@ -164,7 +253,11 @@ impl SyncClient {
             },
             app_metadata: options.get("app_metadata").cloned(),
         };
+        let token = new_token();
+        storage::set_kv_text(db, OWNER_KEY, &owner_value(&token, 0))?;
         self.iteration = Some(Iteration {
+            token,
+            calls: 0,
             status,
             checkpoint: None,
             pending_apply: false,
@@ -208,6 +301,8 @@ impl SyncClient {
         let iteration = self.iteration.as_mut().ok_or_else(no_iteration)?;
         iteration.status.connected = true;
         iteration.status.connecting = false;
+        // Lines that change sync state (the others change nothing stored).
+        let changes_state = !matches!(line, SyncLine::TokenExpiresIn(_) | SyncLine::Unknown(_));
         let keep_going = match line {
             SyncLine::Checkpoint(checkpoint) => {
                 let target = TargetCheckpoint {
@@ -278,6 +373,9 @@ impl SyncClient {
             }
         };
         if keep_going {
+            if changes_state {
+                self.advance(db)?;
+            }
             self.emit_status(out);
         } else {
             self.iteration = None;
@@ -286,11 +384,13 @@ impl SyncClient {
     }
 
     fn completed_upload(&mut self, db: &Connection, out: &mut Vec<Instruction>) -> Result<()> {
+        self.check_owner(db)?;
         let iteration = self.iteration.as_mut().ok_or_else(no_iteration)?;
         if !iteration.pending_apply {
             return Ok(());
         }
         iteration.complete_full(db, out, CompletionKind::AfterUpload, self.strategy, &mut self.last_apply)?;
+        self.advance(db)?;
         self.emit_status(out);
         Ok(())
     }
@@ -306,25 +406,34 @@ enum CompletionKind {
 
 impl Iteration {
     fn set_checkpoint(&mut self, db: &Connection, target: TargetCheckpoint) -> Result<()> {
+        // Every write first, then memory: an error leaves the iteration as
+        // it was, matching the database once the host rolls back.
         let named: HashSet<&str> = target.buckets.iter().map(|b| &*b.bucket).collect();
         let mut gone: Vec<String> = self.deletable.iter().filter(|b| !named.contains(b.as_str())).cloned().collect();
         gone.sort();
         storage::delete_buckets(db, &gone)?;
+
+        // The server's counts no longer fit ours (compaction, a CLEAR):
+        // start progress from zero for every bucket, as the reference does.
+        let stale = target.buckets.iter().any(|b| {
+            // (A bucket named here is never one of those just deleted.)
+            let counters = self.counters.get(&*b.bucket).copied().unwrap_or_default();
+            b.count.is_some_and(|count| count < counters.at_last + counters.since_last)
+        });
+        let reset = if stale {
+            storage::reset_counters(db)?;
+            Some(storage::counters(db)?)
+        } else {
+            None
+        };
+
         for name in &gone {
             self.deletable.remove(name);
             self.counters.remove(name);
         }
         self.deletable.extend(named.iter().map(|b| (*b).to_owned()));
-
-        // The server's counts no longer fit ours (compaction, a CLEAR):
-        // start progress from zero for every bucket, as the reference does.
-        let stale = target.buckets.iter().any(|b| {
-            let counters = self.counters.get(&*b.bucket).copied().unwrap_or_default();
-            b.count.is_some_and(|count| count < counters.at_last + counters.since_last)
-        });
-        if stale {
-            storage::reset_counters(db)?;
-            self.counters = storage::counters(db)?;
+        if let Some(counters) = reset {
+            self.counters = counters;
         }
         self.checkpoint = Some(target);
         self.pending_apply = false;
@@ -346,9 +455,10 @@ impl Iteration {
     }
 
     /// Compares stored checksums with the checkpoint's for buckets of
-    /// priority `<= max_priority`; deletes the buckets that fail and
-    /// returns their descriptions.
-    fn validate(&self, db: &Connection, max_priority: i32) -> Result<Vec<String>> {
+    /// priority `<= max_priority`. On a mismatch, deletes the failing
+    /// buckets (so they download again), logs a WARNING naming each with its
+    /// expected and actual values, closes the stream and returns false.
+    fn validate(&self, db: &Connection, max_priority: i32, what: &str, out: &mut Vec<Instruction>) -> Result<bool> {
         let checkpoint = self.checkpoint.as_ref().expect("validated without checkpoint");
         let stored = storage::checksums(db)?;
         let mut failed_names = Vec::new();
@@ -367,8 +477,16 @@ impl Iteration {
                 failed_names.push(bucket.bucket.to_string());
             }
         }
+        if failures.is_empty() {
+            return Ok(true);
+        }
         storage::delete_buckets(db, &failed_names)?;
-        Ok(failures)
+        out.push(Instruction::log(
+            Severity::Warning,
+            format!("Could not apply {what}, Checksums didn't match, failed for: {}", failures.join(", ")),
+        ));
+        out.push(Instruction::CloseSyncStream { hide_disconnect: false });
+        Ok(false)
     }
 
     /// Whether local data allows an apply: no pending uploads, and the
@@ -398,16 +516,8 @@ impl Iteration {
         setting: Setting,
         last_apply: &mut Option<ApplyReport>,
     ) -> Result<bool> {
-        if kind == CompletionKind::Line {
-            let failures = self.validate(db, i32::MAX)?;
-            if !failures.is_empty() {
-                out.push(Instruction::log(
-                    Severity::Warning,
-                    format!("Could not apply checkpoint, Checksums didn't match, failed for: {}", failures.join(", ")),
-                ));
-                out.push(Instruction::CloseSyncStream { hide_disconnect: false });
-                return Ok(false);
-            }
+        if kind == CompletionKind::Line && !self.validate(db, i32::MAX, "checkpoint", out)? {
+            return Ok(false);
         }
         let checkpoint = self.checkpoint.clone().expect("completed without checkpoint");
         if kind == CompletionKind::Line {
@@ -477,13 +587,7 @@ impl Iteration {
         setting: Setting,
         last_apply: &mut Option<ApplyReport>,
     ) -> Result<bool> {
-        let failures = self.validate(db, priority)?;
-        if !failures.is_empty() {
-            out.push(Instruction::log(
-                Severity::Warning,
-                format!("Could not apply partial checkpoint, Checksums didn't match, failed for: {}", failures.join(", ")),
-            ));
-            out.push(Instruction::CloseSyncStream { hide_disconnect: false });
+        if !self.validate(db, priority, "partial checkpoint", out)? {
             return Ok(false);
         }
         let checkpoint = self.checkpoint.as_ref().expect("partial completion without checkpoint");
@@ -510,7 +614,9 @@ impl Iteration {
 /// taken as the new baseline.
 fn mark_applied(db: &Connection, checkpoint: &TargetCheckpoint) -> Result<()> {
     const CONTEXT: &str = "recording the applied checkpoint";
-    db.execute("UPDATE ps_buckets SET last_applied_op = last_op WHERE last_applied_op != last_op", [])
+    // OR FAIL: multi-row updates then need no statement journal, which
+    // spills to a temporary file past 64 KiB (seen with 1000 buckets).
+    db.execute("UPDATE OR FAIL ps_buckets SET last_applied_op = last_op WHERE last_applied_op != last_op", [])
         .context(CONTEXT)?;
     let mut update = db
         .prepare(

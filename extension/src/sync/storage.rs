@@ -66,7 +66,7 @@ pub fn counters(db: &Connection) -> Result<HashMap<String, Counters>> {
 /// Sets every bucket's progress counters to zero (the server's counts no
 /// longer fit the local ones, e.g. after compaction).
 pub fn reset_counters(db: &Connection) -> Result<()> {
-    db.execute("UPDATE ps_buckets SET count_at_last = 0, count_since_last = 0", [])
+    db.execute("UPDATE OR FAIL ps_buckets SET count_at_last = 0, count_since_last = 0", [])
         .context("resetting bucket counters")?;
     Ok(())
 }
@@ -113,6 +113,20 @@ pub fn kv_int(db: &Connection, key: &str) -> Result<Option<i64>> {
     db.query_row("SELECT CAST(value AS INTEGER) FROM ps_kv WHERE key = ?1", [key], |r| r.get(0))
         .optional()
         .context("reading ps_kv")
+}
+
+/// Reads a `ps_kv` value as text.
+pub fn kv_text(db: &Connection, key: &str) -> Result<Option<String>> {
+    db.query_row("SELECT CAST(value AS TEXT) FROM ps_kv WHERE key = ?1", [key], |r| r.get(0))
+        .optional()
+        .context("reading ps_kv")
+}
+
+/// Writes a `ps_kv` text value.
+pub fn set_kv_text(db: &Connection, key: &str, value: &str) -> Result<()> {
+    db.execute("INSERT OR REPLACE INTO ps_kv(key, value) VALUES (?1, ?2)", params![key, value])
+        .context("writing ps_kv")?;
+    Ok(())
 }
 
 /// Writes a `ps_kv` integer.

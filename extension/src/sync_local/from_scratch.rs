@@ -44,19 +44,29 @@ pub fn apply(db: &Connection, sink: &mut RowSink<'_>, scope: &Scope, min_applied
     let source = if buckets.is_some() { FROM_SCRATCH_BUCKETS } else { FROM_SCRATCH };
     let mut written = 0u64;
     for row_type in row_types(db)? {
-        let sql = sink.upsert_from_select_sql(&row_type, source)?;
-        let mut stmt = db.prepare(&sql).context(CONTEXT)?;
-        let mut params: Vec<(&str, &dyn rusqlite::ToSql)> =
-            vec![(":type", &row_type), (":applied", &min_applied_op)];
+        let mut params: Vec<(&str, &dyn rusqlite::ToSql)> = vec![(":type", &row_type), (":applied", &min_applied_op)];
         if let Some(ids) = &buckets {
             params.push((":buckets", ids));
         }
-        // Parameters the target's SQL does not use are skipped.
-        let params: Vec<(&str, &dyn rusqlite::ToSql)> = params
-            .into_iter()
-            .filter(|(name, _)| stmt.parameter_index(name).ok().flatten().is_some())
-            .collect();
-        written += stmt.execute(params.as_slice()).context(CONTEXT)? as u64;
+        let set_wise = match sink.upsert_from_select_sql(&row_type, source) {
+            Some(sql) => {
+                let mut stmt = db.prepare(&sql).context(CONTEXT)?;
+                let params = bound(&stmt, &params);
+                // A row whose data SQLite cannot read as JSON fails the
+                // statement (which then changed nothing): such types are
+                // written row by row, which stores the text as it came.
+                match stmt.execute(params.as_slice()) {
+                    Ok(rows) => Some(rows),
+                    Err(e) if e.to_string().contains("malformed JSON") => None,
+                    Err(e) => return Err(crate::error::OpliteError::sqlite(CONTEXT, e)),
+                }
+            }
+            None => None,
+        };
+        written += match set_wise {
+            Some(rows) => rows as u64,
+            None => row_by_row(db, sink, &row_type, source, &params)?,
+        };
     }
 
     let mut deleted = 0u64;
@@ -71,4 +81,32 @@ pub fn apply(db: &Connection, sink: &mut RowSink<'_>, scope: &Scope, min_applied
         deleted += 1;
     }
     Ok((written, deleted))
+}
+
+/// The parameters `stmt` uses, by name; others are skipped.
+fn bound<'p>(stmt: &rusqlite::Statement<'_>, params: &[(&'p str, &'p dyn rusqlite::ToSql)]) -> Vec<(&'p str, &'p dyn rusqlite::ToSql)> {
+    params.iter().copied().filter(|(name, _)| stmt.parameter_index(name).ok().flatten().is_some()).collect()
+}
+
+/// Writes one type's rows of `source` through the sink, one at a time
+/// (raw tables, or data SQLite cannot read as JSON).
+fn row_by_row(
+    db: &Connection,
+    sink: &mut RowSink<'_>,
+    row_type: &str,
+    source: &str,
+    params: &[(&str, &dyn rusqlite::ToSql)],
+) -> Result<u64> {
+    let mut stmt = db.prepare(source).context(CONTEXT)?;
+    let params = bound(&stmt, params);
+    let mut rows = stmt.query(params.as_slice()).context(CONTEXT)?;
+    let mut written = 0;
+    while let Some(row) = rows.next().context(CONTEXT)? {
+        let id: String = row.get(0).context(CONTEXT)?;
+        if let Some(data) = row.get::<_, Option<String>>(1).context(CONTEXT)? {
+            sink.put(row_type, &id, &data)?;
+            written += 1;
+        }
+    }
+    Ok(written)
 }

@@ -32,6 +32,9 @@ pub struct Pair {
     pub theirs: Connection,
     /// Every call so far, for failure messages.
     pub trace: Vec<String>,
+    /// Queries compared after every call besides the internal tables
+    /// (e.g. the app's views once a schema is installed).
+    pub extra_queries: Vec<(String, String)>,
 }
 
 /// Timestamps differ between runs and cores: zero them.
@@ -95,7 +98,8 @@ const SNAPSHOT_QUERIES: &[(&str, &str)] = &[
     ("ps_updated_rows", "SELECT * FROM ps_updated_rows ORDER BY 1, 2"),
     ("ps_untyped", "SELECT type, id, data FROM ps_untyped ORDER BY 1, 2"),
     ("ps_sync_state", "SELECT priority FROM ps_sync_state ORDER BY 1"),
-    ("ps_kv", "SELECT key, CAST(value AS TEXT) FROM ps_kv WHERE key != 'client_id' ORDER BY 1"),
+    // oplite_sync_iteration: oplite's own (a random token per iteration).
+    ("ps_kv", "SELECT key, CAST(value AS TEXT) FROM ps_kv WHERE key NOT IN ('client_id', 'oplite_sync_iteration') ORDER BY 1"),
     ("ps_crud", "SELECT id, data, tx_id FROM ps_crud ORDER BY id"),
 ];
 
@@ -124,7 +128,7 @@ impl Pair {
             )
             .unwrap();
         }
-        Pair { ours, theirs, trace: Vec::new() }
+        Pair { ours, theirs, trace: Vec::new(), extra_queries: Vec::new() }
     }
 
     fn context(&self) -> String {
@@ -157,9 +161,25 @@ impl Pair {
         self.theirs.execute_batch(sql).unwrap();
     }
 
-    /// Asserts the internal tables hold the same rows.
+    /// Installs the same schema in both and compares every table's view
+    /// from then on.
+    pub fn replace_schema(&mut self, schema: &Value) {
+        let json = schema.to_string();
+        for db in [&self.ours, &self.theirs] {
+            db.execute_batch("BEGIN").unwrap();
+            db.query_row("SELECT powersync_replace_schema(?1)", [&json], |_| Ok(())).unwrap();
+            db.execute_batch("COMMIT").unwrap();
+        }
+        for table in schema["tables"].as_array().unwrap() {
+            let name = table["name"].as_str().unwrap();
+            self.extra_queries.push((name.to_owned(), format!("SELECT * FROM \"{name}\" ORDER BY id")));
+        }
+    }
+
+    /// Asserts the internal tables (and the extra queries) hold the same rows.
     pub fn assert_same_tables(&self) {
-        for (table, sql) in SNAPSHOT_QUERIES {
+        let extra = self.extra_queries.iter().map(|(t, q)| (t.as_str(), q.as_str()));
+        for (table, sql) in SNAPSHOT_QUERIES.iter().copied().chain(extra) {
             let ours = rows(&self.ours, sql);
             let theirs = rows(&self.theirs, sql);
             if ours != theirs {

@@ -5,6 +5,8 @@
 
 pub mod counting_vfs;
 pub mod diff;
+pub mod driver;
+pub mod fault_vfs;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -91,3 +93,5 @@ pub fn error_code(err: &rusqlite::Error) -> i32 {
         other => panic!("not a SQLite failure: {other:?}"),
     }
 }
+
+pub mod schema;

@@ -1,0 +1,419 @@
+//! `oplite-bench`: the end-to-end benchmark of issue 6.
+//!
+//! For each stream size and line encoding it feeds the same generated lines
+//! (the published sync_local benchmark shape: N ops over 10 buckets, lines
+//! of 1000 ops) to
+//!
+//! - **oplite**: `powersync_control` of this build, registered on a bundled
+//!   SQLite connection;
+//! - **reference**: the PowerSync core (`../shared/tools/reference-core.sh`),
+//!   loaded into the same bundled SQLite with `load_extension`;
+//! - **oplite host over HTTP**: the whole `oplite` sync loop, with the
+//!   loopback test service streaming the lines over HTTP in the same
+//!   process (time from the first line received to the applied checkpoint;
+//!   its RSS includes the service);
+//! - **plain SQLite** (the floor): the lines parsed and the rows inserted
+//!   into a plain `(id TEXT PRIMARY KEY, data TEXT)` table in one
+//!   transaction.
+//!
+//! and times from the first line to the rows being visible: storing the
+//! lines (every call but the last) and applying (the `checkpoint_complete`
+//! call). Each call runs in its own transaction on a WAL file database, as
+//! the `oplite` host does. Generating the lines is not timed. Every run is a
+//! child process on a fresh database, so its peak RSS is its own. The table
+//! shows medians.
+//!
+//! ```text
+//! cargo build --release -p oplite-cli --bin oplite-bench
+//! target/release/oplite-bench [--runs 5] [--sizes 100000,1000000]
+//!     [--encodings json,bson] [--engines oplite,oplite-http,reference,plain] [--shape benchmark]
+//! ```
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use oplite_test_data::{Encoding, StreamSpec};
+use rusqlite::Connection;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Engine {
+    Oplite,
+    /// oplite through the `oplite` host over HTTP from the loopback service.
+    OpliteHttp,
+    Reference,
+    Plain,
+}
+
+impl Engine {
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Oplite => "oplite",
+            Engine::OpliteHttp => "oplite-http",
+            Engine::Reference => "reference",
+            Engine::Plain => "plain",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "oplite" => Engine::Oplite,
+            "oplite-http" => Engine::OpliteHttp,
+            "reference" => Engine::Reference,
+            "plain" => Engine::Plain,
+            _ => return None,
+        })
+    }
+}
+
+fn encoding(s: &str) -> Option<Encoding> {
+    match s {
+        "json" => Some(Encoding::Json),
+        "bson" => Some(Encoding::Bson),
+        _ => None,
+    }
+}
+
+fn encoding_name(e: Encoding) -> &'static str {
+    match e {
+        Encoding::Json => "json",
+        Encoding::Bson => "bson",
+    }
+}
+
+/// One run's measurements.
+#[derive(Clone, Debug, Default)]
+struct Run {
+    store: f64,
+    apply: f64,
+    rss: u64,
+    db_bytes: u64,
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = if args.first().map(String::as_str) == Some("--child") { child(&args[1..]) } else { parent(&args) };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("oplite-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn list<T>(value: &str, parse: impl Fn(&str) -> Option<T>, flag: &str) -> Result<Vec<T>, String> {
+    value.split(',').map(|v| parse(v.trim()).ok_or_else(|| format!("{flag}: unknown value {v:?}"))).collect()
+}
+
+fn parent(args: &[String]) -> Result<(), String> {
+    let mut runs = 5usize;
+    let mut sizes = vec![100_000u64, 1_000_000];
+    let mut encodings = vec![Encoding::Json, Encoding::Bson];
+    let mut engines = vec![Engine::Oplite, Engine::OpliteHttp, Engine::Reference, Engine::Plain];
+    let mut shape = "benchmark".to_owned();
+    let mut dir = std::env::temp_dir().join(format!("oplite-bench-{}", std::process::id()));
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().cloned().ok_or_else(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--runs" => runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
+            "--sizes" => sizes = list(&value()?, |v| v.replace('_', "").parse().ok(), "--sizes")?,
+            "--encodings" => encodings = list(&value()?, encoding, "--encodings")?,
+            "--engines" => engines = list(&value()?, Engine::parse, "--engines")?,
+            "--shape" => shape = value()?,
+            "--dir" => dir = PathBuf::from(value()?),
+            "-h" | "--help" => {
+                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-http,reference,plain] [--shape benchmark] [--dir DIR]");
+                return Ok(());
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if StreamSpec::by_name(&shape, 1).is_none() {
+        return Err(format!("unknown shape {shape:?}"));
+    }
+    let reference = if engines.contains(&Engine::Reference) { Some(reference_core()?) } else { None };
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+
+    let mut results: Vec<(u64, Encoding, Engine, Run)> = Vec::new();
+    for &size in &sizes {
+        for &enc in &encodings {
+            for &engine in &engines {
+                let mut samples = Vec::new();
+                for i in 0..runs {
+                    let db = dir.join(format!("{}-{}-{size}-{i}.db", engine.name(), encoding_name(enc)));
+                    let mut command = Command::new(&exe);
+                    command.args(["--child", engine.name(), encoding_name(enc), &size.to_string(), &shape]).arg(&db);
+                    if let Some(reference) = &reference {
+                        command.env("REFERENCE_CORE", reference);
+                    }
+                    let output = command.output().map_err(|e| e.to_string())?;
+                    if !output.status.success() {
+                        return Err(format!(
+                            "{} {} {size}: {}",
+                            engine.name(),
+                            encoding_name(enc),
+                            String::from_utf8_lossy(&output.stderr)
+                        ));
+                    }
+                    let v: Value = serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())?;
+                    let run = Run {
+                        store: v["store"].as_f64().unwrap_or(0.0),
+                        apply: v["apply"].as_f64().unwrap_or(0.0),
+                        rss: v["rss"].as_u64().unwrap_or(0),
+                        db_bytes: v["db_bytes"].as_u64().unwrap_or(0),
+                    };
+                    eprintln!(
+                        "{:>9} {:<4} {:<9} run {}: store {:.3} s, apply {:.3} s, RSS {} MiB",
+                        size,
+                        encoding_name(enc),
+                        engine.name(),
+                        i + 1,
+                        run.store,
+                        run.apply,
+                        run.rss >> 20
+                    );
+                    remove_db(&db);
+                    samples.push(run);
+                }
+                results.push((size, enc, engine, median_run(&samples)));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    print_table(&results, runs, &shape);
+    Ok(())
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+fn median_run(samples: &[Run]) -> Run {
+    Run {
+        store: median(samples.iter().map(|r| r.store).collect()),
+        apply: median(samples.iter().map(|r| r.apply).collect()),
+        rss: median(samples.iter().map(|r| r.rss as f64).collect()) as u64,
+        db_bytes: median(samples.iter().map(|r| r.db_bytes as f64).collect()) as u64,
+    }
+}
+
+fn print_table(results: &[(u64, Encoding, Engine, Run)], runs: usize, shape: &str) {
+    println!("End to end, {shape} shape (10 buckets, lines of 1000 ops), file database in WAL mode, medians of {runs} runs.");
+    println!("Time is from the first line to the rows being visible; generating the lines is not included.\n");
+    println!("| ops | lines | engine | store lines (s) | apply (s) | total (s) | vs reference | vs plain SQLite | peak RSS | database |");
+    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let total = |r: &Run| r.store + r.apply;
+    for (size, enc, engine, run) in results {
+        let find = |e: Engine| results.iter().find(|(s, x, en, _)| s == size && x == enc && *en == e).map(|(.., r)| total(r));
+        let ratio = |base: Option<f64>| match base {
+            Some(b) if b > 0.0 => format!("{:.2}x", total(run) / b),
+            _ => "-".into(),
+        };
+        let (store, apply) = if matches!(engine, Engine::Plain | Engine::OpliteHttp) {
+            (format!("{:.2}", run.store), "-".to_owned())
+        } else {
+            (format!("{:.2}", run.store), format!("{:.2}", run.apply))
+        };
+        println!(
+            "| {} | {} | {} | {store} | {apply} | {:.2} | {} | {} | {} MiB | {} MiB |",
+            oplite_cli::progress::format_count(*size),
+            encoding_name(*enc).to_uppercase(),
+            match engine {
+                Engine::Oplite => "oplite",
+                Engine::OpliteHttp => "oplite host over HTTP",
+                Engine::Reference => "reference core",
+                Engine::Plain => "plain SQLite (floor)",
+            },
+            total(run),
+            if *engine == Engine::Reference { "1.00x".into() } else { ratio(find(Engine::Reference)) },
+            if *engine == Engine::Plain { "1.00x".into() } else { ratio(find(Engine::Plain)) },
+            run.rss >> 20,
+            run.db_bytes >> 20,
+        );
+    }
+    println!("\nratios: total time of the row's engine divided by the reference's / the floor's (lower is better).");
+}
+
+fn reference_core() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("REFERENCE_CORE") {
+        return Ok(PathBuf::from(path));
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/reference-core.sh");
+    let output = Command::new("bash").arg(&script).output().map_err(|e| format!("{}: {e}", script.display()))?;
+    if !output.status.success() {
+        return Err(format!("{} failed: {}", script.display(), String::from_utf8_lossy(&output.stderr)));
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
+}
+
+fn remove_db(path: &Path) {
+    let _ = oplite_cli::demo::remove_database(path);
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+fn child(args: &[String]) -> Result<(), String> {
+    let [engine, enc, size, shape, db] = args else {
+        return Err("usage: --child ENGINE ENCODING OPS SHAPE DB".into());
+    };
+    let engine = Engine::parse(engine).ok_or("bad engine")?;
+    let enc = encoding(enc).ok_or("bad encoding")?;
+    let size: u64 = size.parse().map_err(|e| format!("ops: {e}"))?;
+    let spec = StreamSpec::by_name(shape, size).ok_or("bad shape")?;
+    let db_path = PathBuf::from(db);
+    remove_db(&db_path);
+    let conn = Connection::open(&db_path).map_err(|e| e.to_string())?;
+    conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).map_err(|e| e.to_string())?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL").map_err(|e| e.to_string())?;
+    let lines = spec.lines(enc, &HashMap::new());
+    let (store, apply, rows) = match engine {
+        Engine::Plain => plain(&conn, enc, lines)?,
+        Engine::OpliteHttp => http(&db_path, enc, &spec)?,
+        Engine::Oplite | Engine::Reference => {
+            if engine == Engine::Oplite {
+                oplite::register(&conn).map_err(|e| e.to_string())?;
+            } else {
+                let path = std::env::var_os("REFERENCE_CORE").ok_or("REFERENCE_CORE is not set")?;
+                unsafe {
+                    let _guard = rusqlite::LoadExtensionGuard::new(&conn).map_err(|e| e.to_string())?;
+                    conn.load_extension(PathBuf::from(path), Some("sqlite3_powersync_init")).map_err(|e| e.to_string())?;
+                }
+            }
+            core(&conn, enc, lines)?
+        }
+    };
+    if rows != spec.row_count() {
+        return Err(format!("{} rows visible, expected {}", rows, spec.row_count()));
+    }
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(|e| e.to_string())?;
+    let mut wal = db_path.as_os_str().to_owned();
+    wal.push("-wal");
+    let db_bytes = file_size(&db_path) + file_size(Path::new(&wal));
+    let rss = oplite_cli::demo::peak_rss_bytes().unwrap_or(0);
+    println!("{}", json!({"store": store, "apply": apply, "rss": rss, "db_bytes": db_bytes}));
+    Ok(())
+}
+
+/// Feeds the lines through powersync_control, one transaction per call.
+fn core(conn: &Connection, enc: Encoding, lines: impl Iterator<Item = Vec<u8>>) -> Result<(f64, f64, u64), String> {
+    let call = |op: &str, payload: rusqlite::types::Value| -> Result<Duration, String> {
+        let started = Instant::now();
+        conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| e.to_string())?;
+        let result: rusqlite::Result<Option<String>> =
+            conn.query_row("SELECT powersync_control(?1, ?2)", rusqlite::params![op, payload], |r| r.get(0));
+        match result {
+            Ok(_) => conn.execute_batch("COMMIT").map_err(|e| e.to_string())?,
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(format!("powersync_control('{op}'): {e}"));
+            }
+        }
+        Ok(started.elapsed())
+    };
+    conn.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").map_err(|e| e.to_string())?;
+    call("start", rusqlite::types::Value::Null)?;
+    let mut lines = lines.peekable();
+    let (mut store, mut apply) = (Duration::ZERO, Duration::ZERO);
+    while let Some(line) = lines.next() {
+        let last = lines.peek().is_none();
+        let (op, payload) = match enc {
+            Encoding::Json => ("line_text", rusqlite::types::Value::Text(String::from_utf8(line).map_err(|e| e.to_string())?)),
+            Encoding::Bson => ("line_binary", rusqlite::types::Value::Blob(line)),
+        };
+        let took = call(op, payload)?;
+        if last {
+            apply += took;
+        } else {
+            store += took;
+        }
+    }
+    let rows: i64 = conn
+        // No schema is installed: rows of every type are in ps_untyped.
+        .query_row("SELECT count(*) FROM ps_untyped", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    Ok((store.as_secs_f64(), apply.as_secs_f64(), rows as u64))
+}
+
+/// The whole host: the loopback service serves the stream over HTTP, the
+/// `oplite` sync loop stores and applies it. Timed from the first line
+/// received to the applied checkpoint; the service runs in this process.
+fn http(db_path: &Path, enc: Encoding, spec: &StreamSpec) -> Result<(f64, f64, u64), String> {
+    use oplite_test_server::{Dataset, ServiceOptions, TestService};
+    let service = TestService::start(ServiceOptions::new(Dataset::Generated(spec.clone()))).map_err(|e| e.to_string())?;
+    let db = oplite_cli::Database::open(db_path).map_err(|e| e.to_string())?;
+    let mut options = oplite_cli::SyncOptions::new(service.url(), oplite_cli::TokenSource::Fixed("dev".into()));
+    options.binary = enc == Encoding::Bson;
+    options.stop_when = oplite_cli::StopWhen::Synced;
+    let summary = oplite_cli::run(&db, &options).map_err(|e| e.to_string())?;
+    let rows: i64 = db.conn().query_row("SELECT count(*) FROM ps_untyped", [], |r| r.get(0)).map_err(|e| e.to_string())?;
+    Ok((summary.first_sync_seconds.unwrap_or(summary.seconds), 0.0, rows as u64))
+}
+
+#[derive(Deserialize)]
+struct PlainLine<'a> {
+    #[serde(borrow, default)]
+    data: Option<PlainData<'a>>,
+}
+
+#[derive(Deserialize)]
+struct PlainData<'a> {
+    #[serde(borrow)]
+    data: Vec<PlainOp<'a>>,
+}
+
+#[derive(Deserialize)]
+struct PlainOp<'a> {
+    #[serde(borrow, default)]
+    object_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    data: Option<Cow<'a, str>>,
+}
+
+/// The floor: parse the lines, insert the rows into a plain table in one
+/// transaction.
+fn plain(conn: &Connection, enc: Encoding, lines: impl Iterator<Item = Vec<u8>>) -> Result<(f64, f64, u64), String> {
+    conn.execute_batch("CREATE TABLE rows(id TEXT PRIMARY KEY, data TEXT)").map_err(|e| e.to_string())?;
+    let mut elapsed = Duration::ZERO;
+    let started = Instant::now();
+    conn.execute_batch("BEGIN").map_err(|e| e.to_string())?;
+    elapsed += started.elapsed();
+    {
+        let mut insert = conn.prepare("INSERT OR REPLACE INTO rows(id, data) VALUES (?1, ?2)").map_err(|e| e.to_string())?;
+        for line in lines {
+            let started = Instant::now();
+            let parsed: PlainLine<'_> = match enc {
+                Encoding::Json => serde_json::from_slice(&line).map_err(|e| e.to_string())?,
+                Encoding::Bson => oplite::bson::from_slice(&line).map_err(|e| e.to_string())?,
+            };
+            if let Some(data) = parsed.data {
+                for op in data.data {
+                    insert.execute(rusqlite::params![op.object_id.as_deref(), op.data.as_deref()]).map_err(|e| e.to_string())?;
+                }
+            }
+            elapsed += started.elapsed();
+        }
+    }
+    let started = Instant::now();
+    conn.execute_batch("COMMIT").map_err(|e| e.to_string())?;
+    elapsed += started.elapsed();
+    let rows: i64 = conn.query_row("SELECT count(*) FROM rows", [], |r| r.get(0)).map_err(|e| e.to_string())?;
+    Ok((elapsed.as_secs_f64(), 0.0, rows as u64))
+}

@@ -1,0 +1,356 @@
+//! The database side of the host: opening a file with oplite registered,
+//! calling `powersync_control` in transactions, and reading the few
+//! internal tables the host needs (the upload queue, counters for the
+//! summary).
+//!
+//! Every `powersync_control` call runs in its own `BEGIN IMMEDIATE`
+//! transaction: the engine requires a transaction, and taking the write
+//! lock up front means a concurrent writer (the app inserting into its
+//! tables) makes the call wait on the busy timeout instead of failing
+//! half-way with SQLITE_BUSY on a lock upgrade.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension};
+use serde_json::Value;
+
+use crate::Error;
+
+/// One instruction of the sync engine (see PROTOCOL.md section 5).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Instruction {
+    /// A log line.
+    LogLine {
+        /// DEBUG, INFO or WARNING.
+        severity: String,
+        /// The message.
+        line: String,
+    },
+    /// The sync status changed.
+    UpdateSyncStatus(Value),
+    /// Open the stream with this request body.
+    EstablishSyncStream {
+        /// The body of `POST /sync/stream`.
+        request: Value,
+    },
+    /// Get new credentials; when `did_expire`, a CloseSyncStream follows.
+    FetchCredentials {
+        /// The current token is already invalid.
+        did_expire: bool,
+    },
+    /// Close the stream; reconnect later.
+    CloseSyncStream {
+        /// Part of normal operation (a token refresh): reconnect at once.
+        hide_disconnect: bool,
+    },
+    /// Flush the file system (nothing to do natively).
+    FlushFileSystem,
+    /// A checkpoint was applied.
+    DidCompleteSync {
+        /// The write checkpoint it carried.
+        applied_checkpoint_request_id: Option<String>,
+    },
+    /// An instruction this host does not know (logged, ignored).
+    Unknown(String),
+}
+
+/// Parses the JSON array `powersync_control` returns.
+pub fn parse_instructions(json: &str) -> Result<Vec<Instruction>, Error> {
+    let items: Vec<Value> =
+        serde_json::from_str(json).map_err(|e| Error::Engine(format!("instructions are not a JSON array: {e}: {json}")))?;
+    Ok(items.into_iter().map(parse_instruction).collect())
+}
+
+fn parse_instruction(item: Value) -> Instruction {
+    let Value::Object(map) = item else { return Instruction::Unknown(item.to_string()) };
+    let Some((name, payload)) = map.into_iter().next() else { return Instruction::Unknown("{}".into()) };
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    match name.as_str() {
+        "LogLine" => Instruction::LogLine { severity: text(&payload, "severity"), line: text(&payload, "line") },
+        "UpdateSyncStatus" => Instruction::UpdateSyncStatus(payload.get("status").cloned().unwrap_or(Value::Null)),
+        "EstablishSyncStream" => {
+            Instruction::EstablishSyncStream { request: payload.get("request").cloned().unwrap_or(Value::Null) }
+        }
+        "FetchCredentials" => Instruction::FetchCredentials {
+            did_expire: payload.get("did_expire").and_then(Value::as_bool).unwrap_or(true),
+        },
+        "CloseSyncStream" => Instruction::CloseSyncStream {
+            hide_disconnect: payload.get("hide_disconnect").and_then(Value::as_bool).unwrap_or(false),
+        },
+        "FlushFileSystem" => Instruction::FlushFileSystem,
+        "DidCompleteSync" => Instruction::DidCompleteSync {
+            applied_checkpoint_request_id: payload
+                .get("applied_checkpoint_request_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        },
+        other => Instruction::Unknown(other.to_owned()),
+    }
+}
+
+/// The payload of a `powersync_control` call.
+pub enum Payload<'a> {
+    /// NULL.
+    Null,
+    /// Text (JSON lines, event names).
+    Text(&'a str),
+    /// A blob (BSON lines).
+    Blob(&'a [u8]),
+}
+
+/// What applying the schema did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchemaOutcome {
+    /// `powersync_replace_schema` accepted it.
+    Applied,
+    /// This build of oplite has no `powersync_replace_schema`: synced rows
+    /// stay in `ps_untyped`.
+    Unsupported,
+}
+
+/// A database with oplite registered and initialised.
+pub struct Database {
+    conn: Connection,
+}
+
+impl Database {
+    /// Opens (or creates) `path`, registers oplite, sets WAL mode and runs
+    /// `powersync_init()`.
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        let context = |e: rusqlite::Error| Error::Database(format!("{}: {e}", path.display()));
+        let conn = Connection::open(path).map_err(context)?;
+        oplite::register(&conn).map_err(|e| Error::Database(format!("registering oplite: {e}")))?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(context)?;
+        // WAL lets the app read while lines are stored; NORMAL syncs at
+        // checkpoints of the WAL, which is what the SDKs use too.
+        conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).map_err(context)?;
+        conn.execute_batch("PRAGMA synchronous = NORMAL").map_err(context)?;
+        let db = Database { conn };
+        db.in_transaction(|conn| conn.query_row("SELECT powersync_init()", [], |_| Ok(())))
+            .map_err(|e| Error::Database(format!("powersync_init: {e}")))?;
+        Ok(db)
+    }
+
+    /// The connection, for queries of the host's own.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    fn in_transaction<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+        // `Connection::transaction` needs `&mut`; the behaviour is the same.
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match f(&self.conn) {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Installs the app schema with `powersync_replace_schema`.
+    pub fn replace_schema(&self, schema: &str) -> Result<SchemaOutcome, Error> {
+        match self.in_transaction(|conn| conn.query_row("SELECT powersync_replace_schema(?1)", [schema], |_| Ok(()))) {
+            Ok(()) => Ok(SchemaOutcome::Applied),
+            Err(e) if e.to_string().contains("no such function") => Ok(SchemaOutcome::Unsupported),
+            Err(e) => Err(Error::Database(format!("powersync_replace_schema: {e}"))),
+        }
+    }
+
+    /// Calls `powersync_control(op, payload)` in a transaction and parses
+    /// the instructions.
+    pub fn control(&self, op: &str, payload: Payload<'_>) -> Result<Vec<Instruction>, Error> {
+        let json: Option<String> = self
+            .in_transaction(|conn| {
+                let mut stmt = conn.prepare_cached("SELECT powersync_control(?1, ?2)")?;
+                match payload {
+                    Payload::Null => stmt.query_row(rusqlite::params![op, SqlValue::Null], |r| r.get(0)),
+                    Payload::Text(text) => stmt.query_row(rusqlite::params![op, text], |r| r.get(0)),
+                    Payload::Blob(bytes) => stmt.query_row(rusqlite::params![op, bytes], |r| r.get(0)),
+                }
+            })
+            .map_err(|e| Error::Engine(format!("powersync_control('{op}'): {e}")))?;
+        match json {
+            Some(json) => parse_instructions(&json),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Sets the write checkpoint the client waits for, unless local writes
+    /// arrived since the upload (then the target must stay at its maximum
+    /// until they are uploaded too). Returns whether it was set.
+    pub fn set_target_checkpoint(&self, write_checkpoint: i64) -> Result<bool, Error> {
+        self.in_transaction(|conn| {
+            let pending: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM ps_crud)", [], |r| r.get(0))?;
+            if pending {
+                return Ok(false);
+            }
+            conn.query_row(
+                "SELECT powersync_control('target_checkpoint_request_id', ?1)",
+                [write_checkpoint],
+                |_| Ok(()),
+            )?;
+            Ok(true)
+        })
+        .map_err(|e| Error::Engine(format!("powersync_control('target_checkpoint_request_id'): {e}")))
+    }
+
+    /// The write checkpoint the client waits for (`i64::MAX` after a local
+    /// write until the host sets one), if any.
+    pub fn target_checkpoint(&self) -> Result<Option<i64>, Error> {
+        self.conn
+            .query_row("SELECT CAST(value AS INTEGER) FROM ps_kv WHERE key = 'target_checkpoint_request_id'", [], |r| r.get(0))
+            .optional()
+            .map_err(|e| Error::Database(format!("reading ps_kv: {e}")))
+    }
+
+    /// This database's client id.
+    pub fn client_id(&self) -> Result<String, Error> {
+        self.conn
+            .query_row("SELECT powersync_client_id()", [], |r| r.get(0))
+            .map_err(|e| Error::Database(format!("powersync_client_id: {e}")))
+    }
+
+    /// Whether the upload queue has entries.
+    pub fn has_pending_uploads(&self) -> Result<bool, Error> {
+        self.conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM ps_crud)", [], |r| r.get(0))
+            .map_err(|e| Error::Database(format!("reading ps_crud: {e}")))
+    }
+
+    /// The first `limit` entries of the upload queue: (id, data).
+    pub fn crud_batch(&self, limit: usize) -> Result<Vec<(i64, String)>, Error> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id, data FROM ps_crud ORDER BY id LIMIT ?1")
+            .map_err(|e| Error::Database(format!("reading ps_crud: {e}")))?;
+        let rows = stmt
+            .query_map([limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| Error::Database(format!("reading ps_crud: {e}")))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(|e| Error::Database(format!("reading ps_crud: {e}")))
+    }
+
+    /// Removes uploaded entries (ids up to `last_id`) from the queue.
+    pub fn complete_crud(&self, last_id: i64) -> Result<(), Error> {
+        self.in_transaction(|conn| conn.execute("DELETE FROM ps_crud WHERE id <= ?1", [last_id]).map(|_| ()))
+            .map_err(|e| Error::Database(format!("deleting from ps_crud: {e}")))
+    }
+
+    /// Ops held or downloaded, summed over buckets (the summary reports
+    /// the difference between two readings).
+    pub fn ops_held(&self) -> Result<i64, Error> {
+        self.conn
+            .query_row("SELECT CAST(total(count_at_last + count_since_last) AS INTEGER) FROM ps_buckets", [], |r| r.get(0))
+            .map_err(|e| Error::Database(format!("reading ps_buckets: {e}")))
+    }
+
+    /// Buckets stored.
+    pub fn bucket_count(&self) -> Result<i64, Error> {
+        self.conn
+            .query_row("SELECT count(*) FROM ps_buckets", [], |r| r.get(0))
+            .map_err(|e| Error::Database(format!("reading ps_buckets: {e}")))
+    }
+
+    /// Synced rows visible to the app, per table: the schema's views (or
+    /// their data tables, `ps_data__*` / `ps_data_local__*`, where there is
+    /// no view of the same name) and, per type, the rows without a table
+    /// (`ps_untyped`).
+    pub fn row_counts(&self) -> Result<Vec<(String, i64)>, Error> {
+        let err = |e: rusqlite::Error| Error::Database(format!("counting rows: {e}"));
+        let names: Vec<String> = {
+            let mut stmt = self
+                .conn
+                .prepare(
+                    "SELECT name FROM sqlite_master
+                      WHERE type = 'view' AND name NOT GLOB 'ps_*' AND name NOT GLOB 'sqlite_*'
+                     UNION
+                     SELECT 'ps_data__' || substr(name, 10) FROM sqlite_master
+                      WHERE type = 'table' AND name GLOB 'ps_data__*'
+                        AND substr(name, 10) NOT IN (SELECT name FROM sqlite_master WHERE type = 'view')
+                     UNION
+                     SELECT name FROM sqlite_master
+                      WHERE type = 'table' AND name GLOB 'ps_data_local__*'
+                        AND substr(name, 16) NOT IN (SELECT name FROM sqlite_master WHERE type = 'view')
+                     ORDER BY 1",
+                )
+                .map_err(err)?;
+            let names = stmt.query_map([], |r| r.get(0)).map_err(err)?;
+            names.collect::<rusqlite::Result<_>>().map_err(err)?
+        };
+        let mut counts = Vec::new();
+        for name in names {
+            let n: i64 = self
+                .conn
+                .query_row(&format!("SELECT count(*) FROM \"{}\"", name.replace('"', "\"\"")), [], |r| r.get(0))
+                .map_err(err)?;
+            let label = name.trim_start_matches("ps_data_local__").trim_start_matches("ps_data__").to_owned();
+            counts.push((label, n));
+        }
+        let mut stmt = self.conn.prepare("SELECT type, count(*) FROM ps_untyped GROUP BY type ORDER BY type").map_err(err)?;
+        let untyped = stmt.query_map([], |r| Ok((format!("{} (untyped)", r.get::<_, String>(0)?), r.get(1)?))).map_err(err)?;
+        for row in untyped {
+            counts.push(row.map_err(err)?);
+        }
+        Ok(counts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_instruction_shape() {
+        let json = r#"[{"LogLine":{"severity":"DEBUG","line":"x"}},
+            {"UpdateSyncStatus":{"status":{"connected":true}}},
+            {"EstablishSyncStream":{"request":{"buckets":[]}}},
+            {"FetchCredentials":{"did_expire":false}},
+            {"CloseSyncStream":{"hide_disconnect":true}},
+            {"FlushFileSystem":{}},
+            {"DidCompleteSync":{}},
+            {"DidCompleteSync":{"applied_checkpoint_request_id":"7"}},
+            {"HandleDiagnostics":{}}]"#;
+        let parsed = parse_instructions(json).unwrap();
+        assert_eq!(
+            parsed,
+            vec![
+                Instruction::LogLine { severity: "DEBUG".into(), line: "x".into() },
+                Instruction::UpdateSyncStatus(serde_json::json!({"connected": true})),
+                Instruction::EstablishSyncStream { request: serde_json::json!({"buckets": []}) },
+                Instruction::FetchCredentials { did_expire: false },
+                Instruction::CloseSyncStream { hide_disconnect: true },
+                Instruction::FlushFileSystem,
+                Instruction::DidCompleteSync { applied_checkpoint_request_id: None },
+                Instruction::DidCompleteSync { applied_checkpoint_request_id: Some("7".into()) },
+                Instruction::Unknown("HandleDiagnostics".into()),
+            ]
+        );
+        assert!(parse_instructions("nope").is_err());
+    }
+
+    #[test]
+    fn control_runs_in_a_transaction_and_schema_degrades() {
+        let dir = std::env::temp_dir().join(format!("oplite-cli-engine-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.db");
+        let _ = std::fs::remove_file(&path);
+        let db = Database::open(&path).unwrap();
+        let start = db.control("start", Payload::Null).unwrap();
+        assert!(start.iter().any(|i| matches!(i, Instruction::EstablishSyncStream { .. })));
+        let stop = db.control("stop", Payload::Null).unwrap();
+        assert!(stop.contains(&Instruction::CloseSyncStream { hide_disconnect: false }));
+        assert!(db.conn().is_autocommit());
+        // Either the schema function exists (and accepts this) or the host
+        // reports that it does not.
+        let outcome = db.replace_schema(r#"{"tables":[]}"#).unwrap();
+        assert!(matches!(outcome, SchemaOutcome::Applied | SchemaOutcome::Unsupported));
+        assert!(!db.has_pending_uploads().unwrap());
+        assert_eq!(db.target_checkpoint().unwrap(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

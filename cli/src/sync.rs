@@ -1,0 +1,612 @@
+//! The sync loop: what an SDK does around `powersync_control`, as a
+//! command-line host.
+//!
+//! ```text
+//! start ─▶ EstablishSyncStream ─▶ POST /sync/stream ─▶ line ─▶ powersync_control ─▶ instructions
+//!   ▲                                   │ 401: refresh credentials                      │
+//!   └──── backoff ◀── CloseSyncStream / end of stream / error ◀──────────────────────────┘
+//! ```
+//!
+//! - Each line goes to `powersync_control('line_text' | 'line_binary')`
+//!   in its own transaction, in arrival order.
+//! - `FetchCredentials{did_expire: false}` fetches a token and then sends
+//!   `refreshed_token`, which closes the stream quietly; the loop reconnects
+//!   at once with the new token. With `did_expire: true` the engine also
+//!   closes the stream, and the reconnect uses the new token.
+//! - Uploads run whenever `ps_crud` has entries: the connector posts
+//!   batches, deletes them from the queue, asks the service for a write
+//!   checkpoint, records it with `target_checkpoint_request_id` and tells
+//!   the engine with `completed_upload`, which applies a checkpoint that
+//!   was waiting for the upload.
+//! - Reconnects back off exponentially (reset by a successful line).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use ureq::Agent;
+
+use crate::credentials::TokenSource;
+use crate::engine::{Database, Instruction, Payload};
+use crate::http::{self, RequestError, StreamEvent};
+use crate::progress::Progress;
+use crate::Error;
+
+/// Exponential backoff between reconnects.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Backoff {
+    /// The first delay.
+    pub initial: Duration,
+    /// The longest delay.
+    pub max: Duration,
+    attempt: u32,
+}
+
+impl Backoff {
+    /// Delays from `initial`, doubling up to `max`.
+    pub fn new(initial: Duration, max: Duration) -> Self {
+        Backoff { initial, max, attempt: 0 }
+    }
+
+    /// The next delay.
+    pub fn next_delay(&mut self) -> Duration {
+        let factor = 1u32 << self.attempt.min(16);
+        self.attempt = self.attempt.saturating_add(1);
+        self.initial.saturating_mul(factor).min(self.max)
+    }
+
+    /// Back to the first delay (after progress).
+    pub fn reset(&mut self) {
+        self.attempt = 0;
+    }
+}
+
+/// When `run` returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopWhen {
+    /// After the first checkpoint applied with nothing left to upload.
+    Synced,
+    /// Only when cancelled (Ctrl-C) or on a fatal error.
+    Cancelled,
+}
+
+/// Everything a sync run needs.
+#[derive(Clone, Debug)]
+pub struct SyncOptions {
+    /// The service, e.g. `https://xyz.powersync.journeyapps.com`.
+    pub endpoint: String,
+    /// Where tokens come from.
+    pub credentials: TokenSource,
+    /// Where the connector posts `{"batch": [ps_crud entries]}`
+    /// (default `{endpoint}/upload`, the test service's).
+    pub upload_url: Option<String>,
+    /// Ask for BSON lines instead of JSON.
+    pub binary: bool,
+    /// Sync parameters (the `parameters` of the stream request).
+    pub parameters: Option<Value>,
+    /// When to stop.
+    pub stop_when: StopWhen,
+    /// Give up after this long (None: no limit).
+    pub timeout: Option<Duration>,
+    /// Set to stop the loop (Ctrl-C).
+    pub cancel: Arc<AtomicBool>,
+    /// Show the progress bar.
+    pub progress: bool,
+    /// Print the engine's log lines and the loop's events.
+    pub verbose: bool,
+    /// Reconnect delays.
+    pub backoff: Backoff,
+    /// Longest silence on the stream before it counts as dead.
+    pub read_timeout: Duration,
+    /// Entries per upload batch.
+    pub upload_batch: usize,
+}
+
+impl SyncOptions {
+    /// Options with defaults for `endpoint` and `credentials`.
+    pub fn new(endpoint: impl Into<String>, credentials: TokenSource) -> Self {
+        SyncOptions {
+            endpoint: endpoint.into(),
+            credentials,
+            upload_url: None,
+            binary: false,
+            parameters: None,
+            stop_when: StopWhen::Cancelled,
+            timeout: None,
+            cancel: Arc::new(AtomicBool::new(false)),
+            progress: false,
+            verbose: false,
+            backoff: Backoff::new(Duration::from_millis(200), Duration::from_secs(30)),
+            read_timeout: Duration::from_secs(90),
+            upload_batch: 100,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Ops downloaded (from the buckets' counters).
+    pub ops: u64,
+    /// Synced rows visible to the app, per table.
+    pub rows: Vec<(String, i64)>,
+    /// Lines received.
+    pub lines: u64,
+    /// Bytes of lines received.
+    pub bytes: u64,
+    /// Wall-clock time of the run.
+    pub seconds: f64,
+    /// Seconds from the first line to the first applied checkpoint.
+    pub first_sync_seconds: Option<f64>,
+    /// Checkpoints applied (DidCompleteSync).
+    pub checkpoints: u64,
+    /// The last write checkpoint an applied checkpoint confirmed.
+    pub confirmed_write_checkpoint: Option<i64>,
+    /// Streams opened.
+    pub connections: u64,
+    /// Streams that ended with an error or were refused.
+    pub failed_connections: u64,
+    /// Tokens fetched after the first.
+    pub credential_refreshes: u64,
+    /// ps_crud entries uploaded.
+    pub uploaded: u64,
+    /// Whether the lines were BSON.
+    pub binary: bool,
+    /// Buckets stored at the end.
+    pub buckets: i64,
+    /// How sync_local applied the last checkpoint, when the engine says
+    /// (its DEBUG line `sync_local: <strategy> (<reason>); ...`).
+    pub strategy: Option<String>,
+}
+
+impl Summary {
+    /// Total rows over all tables.
+    pub fn total_rows(&self) -> i64 {
+        self.rows.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// The loop's state.
+struct Session<'a> {
+    db: &'a Database,
+    options: &'a SyncOptions,
+    agent: Agent,
+    token: String,
+    client_id: String,
+    progress: Progress,
+    summary: Summary,
+    /// An iteration is active in the engine (between `start` and its end).
+    iteration: bool,
+    /// Set when the run should end.
+    done: bool,
+    first_line_at: Option<Instant>,
+    /// Uploads are retried no sooner than this after a failure.
+    upload_retry_at: Option<Instant>,
+    upload_backoff: Backoff,
+    started: Instant,
+    /// Connections in a row that ended with a line the engine refused
+    /// (reset when a checkpoint is applied).
+    refused_lines: u32,
+    /// The last refusal's message.
+    last_refusal: String,
+}
+
+/// After this many connections in a row end with a refused line, the
+/// error is taken as persistent (a bug or a broken database, not a bad
+/// line in transit) and the run fails instead of retrying forever.
+pub const MAX_REFUSED_LINES: u32 = 5;
+
+/// What to do after the stream closed.
+enum Reconnect {
+    /// At once (token refresh).
+    Now,
+    /// After the backoff delay.
+    Later,
+}
+
+impl<'a> Session<'a> {
+    fn log(&self, line: impl AsRef<str>) {
+        if self.options.verbose {
+            self.progress.println(line);
+        }
+    }
+
+    /// Reports a problem the loop recovers from (failed connection,
+    /// failed upload): always shown, above the progress bar.
+    fn warn(&self, line: impl AsRef<str>) {
+        self.progress.println(format!("oplite: {}", line.as_ref()));
+    }
+
+    fn cancelled(&self) -> bool {
+        self.options.cancel.load(Ordering::SeqCst)
+            || self.options.timeout.is_some_and(|t| self.started.elapsed() >= t)
+    }
+
+    fn refresh_credentials(&mut self) -> Result<(), Error> {
+        self.token = self.options.credentials.fetch()?;
+        self.summary.credential_refreshes += 1;
+        self.log("credentials refreshed");
+        Ok(())
+    }
+
+    /// Handles instructions; returns how to reconnect if the stream must
+    /// close.
+    fn handle(&mut self, instructions: Vec<Instruction>) -> Result<Option<Reconnect>, Error> {
+        let mut close = None;
+        for instruction in instructions {
+            match instruction {
+                Instruction::LogLine { severity, line } => {
+                    if let Some(strategy) = strategy_of(&line) {
+                        self.summary.strategy = Some(strategy);
+                    }
+                    self.log(format!("[{severity}] {line}"));
+                }
+                Instruction::UpdateSyncStatus(status) => self.progress.status(&status),
+                Instruction::EstablishSyncStream { .. } => {
+                    // Only expected from `start`, which the loop handles.
+                }
+                Instruction::FetchCredentials { did_expire: false } if !self.options.credentials.can_refresh() => {
+                    // A fixed token cannot be renewed ahead of time; keep
+                    // streaming until it expires (then the service says so).
+                    self.log("the token expires soon and cannot be renewed (use --token-command)");
+                }
+                Instruction::FetchCredentials { did_expire } => {
+                    let previous = self.token.clone();
+                    self.refresh_credentials()?;
+                    if !did_expire && self.iteration && self.token != previous {
+                        // Prefetched: restart the stream with the new token.
+                        let more = self.db.control("refreshed_token", Payload::Null)?;
+                        self.iteration = false;
+                        if let Some(r) = self.handle(more)? {
+                            close = Some(r);
+                        }
+                    }
+                }
+                Instruction::CloseSyncStream { hide_disconnect } => {
+                    self.iteration = false;
+                    close = Some(if hide_disconnect { Reconnect::Now } else { Reconnect::Later });
+                }
+                Instruction::FlushFileSystem => {}
+                Instruction::DidCompleteSync { applied_checkpoint_request_id } => {
+                    self.summary.checkpoints += 1;
+                    self.refused_lines = 0;
+                    if self.summary.first_sync_seconds.is_none() {
+                        if let Some(first) = self.first_line_at {
+                            self.summary.first_sync_seconds = Some(first.elapsed().as_secs_f64());
+                        }
+                    }
+                    if let Some(wc) = applied_checkpoint_request_id.and_then(|w| w.parse().ok()) {
+                        self.summary.confirmed_write_checkpoint = Some(wc);
+                        self.log(format!("checkpoint applied, confirming write checkpoint {wc}"));
+                    }
+                    if self.options.stop_when == StopWhen::Synced && !self.db.has_pending_uploads()? {
+                        self.done = true;
+                    }
+                }
+                Instruction::Unknown(name) => self.log(format!("ignoring instruction {name}")),
+            }
+        }
+        Ok(close)
+    }
+
+    /// Uploads the queue if it has entries and the last failure is not too
+    /// recent. Returns how to reconnect if the engine closed the stream.
+    fn maybe_upload(&mut self) -> Result<Option<Reconnect>, Error> {
+        if self.upload_retry_at.is_some_and(|at| Instant::now() < at) {
+            return Ok(None);
+        }
+        let pending = self.db.has_pending_uploads()?;
+        // A previous run may have uploaded everything but not recorded the
+        // write checkpoint: the target is still at its maximum.
+        let unconfirmed = !pending && self.db.target_checkpoint()? == Some(i64::MAX);
+        if !pending && !unconfirmed {
+            return Ok(None);
+        }
+        match self.upload() {
+            Ok(close) => {
+                self.upload_retry_at = None;
+                self.upload_backoff.reset();
+                Ok(close)
+            }
+            Err(e) => {
+                let delay = self.upload_backoff.next_delay();
+                self.warn(format!("upload failed ({e}); retrying in {delay:?}"));
+                self.upload_retry_at = Some(Instant::now() + delay);
+                Ok(None)
+            }
+        }
+    }
+
+    fn upload(&mut self) -> Result<Option<Reconnect>, Error> {
+        let url = self.options.upload_url.clone().unwrap_or_else(|| http::default_upload_url(&self.options.endpoint));
+        loop {
+            let batch = self.db.crud_batch(self.options.upload_batch)?;
+            let Some(&(last_id, _)) = batch.last() else { break };
+            let entries: Vec<Value> = batch
+                .iter()
+                .map(|(_, data)| serde_json::from_str(data).unwrap_or_else(|_| Value::String(data.clone())))
+                .collect();
+            let body = json!({"batch": entries});
+            match http::post_json(&self.agent, &url, &self.token, &body) {
+                Ok(_) => {}
+                Err(RequestError::Unauthorized(m)) => {
+                    self.refresh_credentials()?;
+                    return Err(Error::Http(m));
+                }
+                Err(e) => return Err(e.into()),
+            }
+            self.db.complete_crud(last_id)?;
+            self.summary.uploaded += batch.len() as u64;
+            self.log(format!("uploaded {} entries", batch.len()));
+        }
+        let wc = match http::write_checkpoint(&self.agent, &self.options.endpoint, &self.token, &self.client_id) {
+            Ok(wc) => wc,
+            Err(RequestError::Unauthorized(m)) => {
+                self.refresh_credentials()?;
+                return Err(Error::Http(m));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if !self.db.set_target_checkpoint(wc)? {
+            // New local writes arrived meanwhile; they are uploaded next.
+            return Ok(None);
+        }
+        self.log(format!("write checkpoint {wc} requested"));
+        if self.iteration {
+            let instructions = self.db.control("completed_upload", Payload::Null)?;
+            return self.handle(instructions);
+        }
+        Ok(None)
+    }
+
+    /// One connection: start, stream, lines until the stream closes.
+    fn connect_once(&mut self) -> Result<Reconnect, Error> {
+        let payload = json!({
+            "parameters": self.options.parameters.clone().unwrap_or(Value::Null),
+            "include_defaults": true,
+        })
+        .to_string();
+        let instructions = self.db.control("start", Payload::Text(&payload))?;
+        self.iteration = true;
+        let request = instructions.iter().find_map(|i| match i {
+            Instruction::EstablishSyncStream { request } => Some(request.clone()),
+            _ => None,
+        });
+        if let Some(close) = self.handle(instructions)? {
+            return Ok(close);
+        }
+        let Some(request) = request else {
+            return Err(Error::Engine("start did not ask for a stream".into()));
+        };
+        let stream = match http::open_stream(&self.agent, &self.options.endpoint, &self.token, &request, self.options.binary) {
+            Ok(stream) => stream,
+            Err(e) => {
+                self.summary.failed_connections += 1;
+                let stop = self.db.control("stop", Payload::Null)?;
+                self.iteration = false;
+                self.handle(stop)?;
+                match e {
+                    RequestError::Unauthorized(m) => {
+                        self.log(format!("stream refused: {m}"));
+                        if !self.options.credentials.can_refresh() {
+                            return Err(Error::Credentials(format!(
+                                "{m} (the token given with --token cannot be renewed; use --token-command)"
+                            )));
+                        }
+                        self.refresh_credentials()?;
+                    }
+                    RequestError::Other(m) => self.warn(format!("could not open the stream: {m}")),
+                }
+                return Ok(Reconnect::Later);
+            }
+        };
+        self.summary.connections += 1;
+        self.summary.binary = stream.binary;
+        let established = self.db.control("connection", Payload::Text("established"))?;
+        if let Some(close) = self.handle(established)? {
+            return Ok(close);
+        }
+        loop {
+            if self.cancelled() || self.done {
+                return Ok(Reconnect::Later);
+            }
+            let event = match stream.events.recv_timeout(Duration::from_millis(200)) {
+                Ok(event) => Some(event),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => Some(StreamEvent::Failed("the stream reader stopped".into())),
+            };
+            let close = match event {
+                None => None,
+                Some(StreamEvent::Text(line)) => {
+                    self.count_line(line.len());
+                    let result = self.db.control("line_text", Payload::Text(&line));
+                    match self.line_result(result)? {
+                        Some(instructions) => self.handle(instructions)?,
+                        None => return Ok(Reconnect::Later),
+                    }
+                }
+                Some(StreamEvent::Binary(doc)) => {
+                    self.count_line(doc.len());
+                    let result = self.db.control("line_binary", Payload::Blob(&doc));
+                    match self.line_result(result)? {
+                        Some(instructions) => self.handle(instructions)?,
+                        None => return Ok(Reconnect::Later),
+                    }
+                }
+                Some(StreamEvent::End) => {
+                    self.log("the service ended the stream");
+                    self.end_connection()?;
+                    return Ok(Reconnect::Later);
+                }
+                Some(StreamEvent::Failed(message)) => {
+                    self.summary.failed_connections += 1;
+                    self.warn(format!("stream failed: {message}; reconnecting"));
+                    self.end_connection()?;
+                    return Ok(Reconnect::Later);
+                }
+            };
+            if let Some(close) = close {
+                return Ok(close);
+            }
+            if let Some(close) = self.maybe_upload()? {
+                return Ok(close);
+            }
+        }
+    }
+
+    /// A line the engine refused (a protocol error: a malformed or
+    /// out-of-order line) ends this connection, as in the SDKs: the
+    /// iteration is stopped and the loop reconnects after the backoff.
+    /// Other errors are fatal.
+    fn line_result(&mut self, result: Result<Vec<Instruction>, Error>) -> Result<Option<Vec<Instruction>>, Error> {
+        match result {
+            Ok(instructions) => Ok(Some(instructions)),
+            Err(Error::Engine(message)) => {
+                self.summary.failed_connections += 1;
+                self.refused_lines += 1;
+                self.last_refusal = message.clone();
+                self.warn(format!("the engine refused a line: {message}; reconnecting"));
+                // The reference ends the iteration on such an error; oplite
+                // keeps it. Stopping covers both (a stop without an
+                // iteration returns nothing).
+                if let Ok(instructions) = self.db.control("stop", Payload::Null) {
+                    self.handle(instructions)?;
+                }
+                self.iteration = false;
+                Ok(None)
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    fn count_line(&mut self, bytes: usize) {
+        self.first_line_at.get_or_insert_with(Instant::now);
+        self.summary.lines += 1;
+        self.summary.bytes += bytes as u64;
+        if self.summary.lines.is_multiple_of(16) {
+            self.progress.bytes(self.summary.bytes);
+        }
+    }
+
+    fn end_connection(&mut self) -> Result<(), Error> {
+        if self.iteration {
+            let instructions = self.db.control("connection", Payload::Text("end"))?;
+            self.iteration = false;
+            self.handle(instructions)?;
+        }
+        Ok(())
+    }
+}
+
+/// The strategy named by the engine's apply log line
+/// (`sync_local: from_scratch (reason); 10 rows written, 0 deleted`).
+pub fn strategy_of(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("sync_local: ")?;
+    Some(rest.split(';').next().unwrap_or(rest).trim().to_owned())
+}
+
+/// Runs the sync loop on `db` until `options.stop_when`, cancellation, the
+/// timeout, or a fatal error (the database, the engine, credentials that
+/// cannot be had). Network errors are retried.
+pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
+    let started = Instant::now();
+    let ops_before = db.ops_held()?;
+    let mut session = Session {
+        db,
+        options,
+        agent: http::agent(options.read_timeout),
+        token: options.credentials.fetch()?,
+        client_id: db.client_id()?,
+        progress: Progress::new(options.progress),
+        summary: Summary::default(),
+        iteration: false,
+        done: false,
+        first_line_at: None,
+        upload_retry_at: None,
+        upload_backoff: options.backoff.clone(),
+        started,
+        refused_lines: 0,
+        last_refusal: String::new(),
+    };
+    let mut backoff = options.backoff.clone();
+    let result = (|| -> Result<(), Error> {
+        // Local writes made while offline go first.
+        session.maybe_upload()?;
+        while !session.done && !session.cancelled() {
+            let (lines_before, failed_before, checkpoints_before) =
+                (session.summary.lines, session.summary.failed_connections, session.summary.checkpoints);
+            let reconnect = session.connect_once()?;
+            // Progress resets the delay: a checkpoint applied, or lines
+            // received on a connection that did not fail.
+            let failed = session.summary.failed_connections > failed_before;
+            if session.summary.checkpoints > checkpoints_before || (session.summary.lines > lines_before && !failed) {
+                backoff.reset();
+            }
+            if session.refused_lines >= MAX_REFUSED_LINES {
+                return Err(Error::Engine(format!(
+                    "giving up after {MAX_REFUSED_LINES} connections in a row ended with a refused line: {}",
+                    session.last_refusal
+                )));
+            }
+            if session.done || session.cancelled() {
+                break;
+            }
+            if let Reconnect::Later = reconnect {
+                let delay = backoff.next_delay();
+                session.log(format!("reconnecting in {delay:?}"));
+                let until = Instant::now() + delay;
+                while Instant::now() < until && !session.cancelled() {
+                    std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+                }
+                session.maybe_upload()?;
+            }
+        }
+        Ok(())
+    })();
+    if session.iteration {
+        if let Ok(instructions) = db.control("stop", Payload::Null) {
+            session.iteration = false;
+            let _ = session.handle(instructions);
+        }
+    }
+    session.progress.finish();
+    result?;
+    let mut summary = session.summary;
+    summary.ops = (db.ops_held()? - ops_before).max(0) as u64;
+    summary.rows = db.row_counts()?;
+    summary.buckets = db.bucket_count()?;
+    summary.seconds = started.elapsed().as_secs_f64();
+    if !session.done && options.stop_when == StopWhen::Synced && !options.cancel.load(Ordering::SeqCst) {
+        return Err(Error::Timeout(Box::new(summary)));
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strategy_comes_from_the_apply_log_line() {
+        assert_eq!(
+            strategy_of("sync_local: from_scratch (42 of 50 ops new); 10 rows written, 0 deleted").as_deref(),
+            Some("from_scratch (42 of 50 ops new)")
+        );
+        assert_eq!(strategy_of("Validated and applied checkpoint"), None);
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_maximum_and_resets() {
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(700));
+        let delays: Vec<u128> = (0..5).map(|_| b.next_delay().as_millis()).collect();
+        assert_eq!(delays, vec![100, 200, 400, 700, 700]);
+        b.reset();
+        assert_eq!(b.next_delay(), Duration::from_millis(100));
+        for _ in 0..100 {
+            b.next_delay();
+        }
+        assert_eq!(b.next_delay(), Duration::from_millis(700));
+    }
+}

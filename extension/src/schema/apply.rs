@@ -1,0 +1,295 @@
+//! How the sync apply (sync_local) writes synced rows into the app's tables.
+//!
+//! [`DataTables`] is the set of synced types as installed, loaded once per
+//! apply; [`RowWriter`] writes one row at a time with statements prepared
+//! once per type; [`DataTables::upsert_from_select_sql`] gives set-wise SQL
+//! for a whole type at once. All of them write the data tables directly, so
+//! nothing is queued for upload, and [`RowWriter`] marks the connection as
+//! inside a sync operation (`powersync_in_sync_operation()` returns 1) while
+//! it lives.
+//!
+//! Where a row goes: a synced table of the schema (typed or JSON layout), a
+//! raw table (its put / delete statements), or ps_untyped for types the
+//! schema does not know. Local-only tables are not sync targets: rows of
+//! their type go to ps_untyped, as in the reference core.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use rusqlite::types::Value;
+use rusqlite::{params_from_iter, Connection, Statement};
+
+use super::ddl::Layout;
+use super::installed::Installed;
+use super::model::{RawParam, RawTable};
+use super::quote::{identifier, json_path};
+use super::replace::load_raw_tables;
+use super::rows;
+use crate::error::{OpliteError, Result, SqliteResultExt};
+use crate::sqlite::{client_data, ClientDataKey};
+
+/// SQL: a row of an unknown type.
+const PUT_UNTYPED: &str = "INSERT OR REPLACE INTO ps_untyped(type, id, data) VALUES (?1, ?2, ?3)";
+/// SQL: removes a row of an unknown type.
+const DELETE_UNTYPED: &str = "DELETE FROM ps_untyped WHERE type = ?1 AND id = ?2";
+
+/// Where rows of one synced type go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowTypeKind {
+    /// A synced table of the schema.
+    Table,
+    /// A raw table: its put and delete statements run.
+    RawTable,
+    /// Not in the schema: ps_untyped.
+    Untyped,
+}
+
+#[derive(Debug)]
+struct SyncedTable {
+    name: String,
+    layout: Layout,
+    columns: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct Tables {
+    synced: HashMap<String, SyncedTable>,
+    raw: HashMap<String, RawTable>,
+}
+
+/// The synced tables as installed, loaded once per apply.
+#[derive(Debug, Clone, Default)]
+pub struct DataTables {
+    inner: Arc<Tables>,
+}
+
+impl DataTables {
+    /// Reads the synced data tables from `sqlite_master` and the raw tables
+    /// recorded by the last `powersync_replace_schema`.
+    pub fn load(db: &Connection) -> Result<DataTables> {
+        let installed = Installed::read(db)?;
+        let mut tables = Tables::default();
+        for table in installed.data_tables.into_iter().filter(|t| !t.local) {
+            let synced = SyncedTable { name: table.name, layout: table.layout, columns: table.columns };
+            tables.synced.insert(table.row_type, synced);
+        }
+        for raw in load_raw_tables(db)? {
+            tables.raw.insert(raw.name.clone(), raw);
+        }
+        Ok(DataTables { inner: Arc::new(tables) })
+    }
+
+    /// The same tables with `raw_tables` (e.g. from the sync stream's
+    /// start payload) in place of the recorded raw tables.
+    pub fn with_raw_tables(&self, raw_tables: Vec<RawTable>) -> DataTables {
+        let synced = self
+            .inner
+            .synced
+            .iter()
+            .map(|(k, t)| (k.clone(), SyncedTable { name: t.name.clone(), layout: t.layout, columns: t.columns.clone() }))
+            .collect();
+        let raw = raw_tables.into_iter().map(|r| (r.name.clone(), r)).collect();
+        DataTables { inner: Arc::new(Tables { synced, raw }) }
+    }
+
+    /// Where rows of `row_type` go.
+    pub fn kind(&self, row_type: &str) -> RowTypeKind {
+        if self.inner.synced.contains_key(row_type) {
+            RowTypeKind::Table
+        } else if self.inner.raw.contains_key(row_type) {
+            RowTypeKind::RawTable
+        } else {
+            RowTypeKind::Untyped
+        }
+    }
+
+    /// The synced types that have a data table.
+    pub fn table_types(&self) -> impl Iterator<Item = &str> {
+        self.inner.synced.keys().map(String::as_str)
+    }
+
+    /// A writer with prepared statements, reused for every row of one apply.
+    pub fn writer<'c>(&self, db: &'c Connection) -> Result<RowWriter<'c>> {
+        Ok(RowWriter {
+            db,
+            tables: self.inner.clone(),
+            statements: HashMap::new(),
+            _sync: SyncOperationGuard::enter(db),
+        })
+    }
+
+    /// For set-wise apply: SQL that upserts every row produced by `source`
+    /// (a SELECT yielding columns `id` and `data` (JSON text)) into the data
+    /// table of `row_type`, decoding each row's JSON once; None for types
+    /// that are raw tables or unknown. The statement fails on data SQLite
+    /// cannot read as JSON; [`RowWriter::put`] stores such rows.
+    pub fn upsert_from_select_sql(&self, row_type: &str, source: &str) -> Option<String> {
+        let table = self.inner.synced.get(row_type)?;
+        Some(match table.layout {
+            Layout::Typed => rows::upsert_typed_from_select(&table.name, &table.columns, source),
+            Layout::Json => rows::upsert_json_from_select(&table.name, source),
+        })
+    }
+
+    /// For set-wise apply: SQL that deletes from `row_type`'s data table
+    /// every row whose id `ids` (a SELECT yielding column `id`) produces;
+    /// None for raw tables and unknown types.
+    pub fn delete_from_select_sql(&self, row_type: &str, ids: &str) -> Option<String> {
+        let table = self.inner.synced.get(row_type)?;
+        Some(format!("DELETE FROM {} WHERE id IN (SELECT id FROM ({ids}))", identifier(&table.name)))
+    }
+}
+
+/// Writes synced rows, one at a time, with statements prepared once per
+/// type. Holds the connection in a sync operation while it lives.
+pub struct RowWriter<'c> {
+    db: &'c Connection,
+    tables: Arc<Tables>,
+    statements: HashMap<(u8, String), Statement<'c>>,
+    _sync: SyncOperationGuard<'c>,
+}
+
+/// Statement kinds of a writer, for its cache.
+const PUT: u8 = 0;
+const DELETE: u8 = 1;
+const UNREADABLE: u8 = 2;
+const EXTRACT: u8 = 3;
+
+impl<'c> RowWriter<'c> {
+    fn statement(&mut self, kind: u8, row_type: &str, sql: impl FnOnce() -> String) -> Result<&mut Statement<'c>> {
+        let key = (kind, row_type.to_owned());
+        if !self.statements.contains_key(&key) {
+            let sql = sql();
+            let stmt = self.db.prepare(&sql).map_err(|e| OpliteError::sqlite(format!("preparing {sql}"), e))?;
+            self.statements.insert(key.clone(), stmt);
+        }
+        self.statements.get_mut(&key).ok_or_else(|| OpliteError::Internal("statement cache".into()))
+    }
+
+    /// Makes the row (row_type, id) hold `data` (JSON object text from the
+    /// server). Unknown types go to ps_untyped; raw tables run their put
+    /// statement.
+    pub fn put(&mut self, row_type: &str, id: &str, data: &str) -> Result<()> {
+        let tables = self.tables.clone();
+        if let Some(table) = tables.synced.get(row_type) {
+            let context = "applying a synced row";
+            return match table.layout {
+                Layout::Json => {
+                    let stmt = self.statement(PUT, row_type, || rows::upsert_json_row(&table.name))?;
+                    stmt.execute((id, data)).context(context).map(drop)
+                }
+                Layout::Typed => {
+                    let stmt = self.statement(PUT, row_type, || rows::upsert_typed_row(&table.name, &table.columns))?;
+                    match stmt.execute((id, data)) {
+                        Ok(_) => Ok(()),
+                        Err(e) if e.to_string().contains("malformed JSON") => {
+                            let stmt = self
+                                .statement(UNREADABLE, row_type, || rows::upsert_typed_unreadable(&table.name, &table.columns))?;
+                            stmt.execute((id, data)).context(context).map(drop)
+                        }
+                        Err(e) => Err(OpliteError::sqlite(context, e)),
+                    }
+                }
+            };
+        }
+        if let Some(raw) = tables.raw.get(row_type) {
+            return self.put_raw(raw, id, data);
+        }
+        let stmt = self.statement(PUT, "", || PUT_UNTYPED.to_owned())?;
+        stmt.execute((row_type, id, data)).context("storing an untyped row").map(drop)
+    }
+
+    /// Deletes the row (or the ps_untyped entry / raw-table delete
+    /// statement).
+    pub fn delete(&mut self, row_type: &str, id: &str) -> Result<()> {
+        let tables = self.tables.clone();
+        if let Some(table) = tables.synced.get(row_type) {
+            let stmt = self.statement(DELETE, row_type, || format!("DELETE FROM {} WHERE id = ?1", identifier(&table.name)))?;
+            return stmt.execute([id]).context("deleting a synced row").map(drop);
+        }
+        if let Some(raw) = tables.raw.get(row_type) {
+            let values: Vec<Value> = raw
+                .delete
+                .params
+                .iter()
+                .map(|p| if *p == RawParam::Id { Value::Text(id.to_owned()) } else { Value::Null })
+                .collect();
+            let stmt = self.statement(DELETE, row_type, || raw.delete.sql.clone())?;
+            return stmt.execute(params_from_iter(values)).context("running a raw table's delete statement").map(drop);
+        }
+        let stmt = self.statement(DELETE, "", || DELETE_UNTYPED.to_owned())?;
+        stmt.execute((row_type, id)).context("deleting an untyped row").map(drop)
+    }
+
+    /// Binds a raw table's put parameters: columns decoded by SQLite's
+    /// `json_extract` (as for data tables), the rest with `json_remove`.
+    fn put_raw(&mut self, raw: &RawTable, id: &str, data: &str) -> Result<()> {
+        let columns: Vec<&str> = raw
+            .put
+            .params
+            .iter()
+            .filter_map(|p| if let RawParam::Column(c) = p { Some(c.as_str()) } else { None })
+            .collect();
+        let extract = self.statement(EXTRACT, &raw.name, || {
+            let mut exprs: Vec<String> = columns.iter().map(|c| format!("json_extract(?1, {})", json_path(c))).collect();
+            let paths: Vec<String> = columns.iter().map(|c| json_path(c)).collect();
+            exprs.push(if paths.is_empty() { "json(?1)".into() } else { format!("json_remove(?1, {})", paths.join(", ")) });
+            format!("SELECT {}", exprs.join(", "))
+        })?;
+        let decoded: Vec<Value> = extract
+            .query_row([data], |row| (0..=columns.len()).map(|i| row.get::<_, Value>(i)).collect())
+            .context("decoding a raw table row")?;
+        let mut next_column = 0;
+        let values: Vec<Value> = raw
+            .put
+            .params
+            .iter()
+            .map(|p| match p {
+                RawParam::Id => Value::Text(id.to_owned()),
+                RawParam::Column(_) => {
+                    next_column += 1;
+                    decoded[next_column - 1].clone()
+                }
+                RawParam::Rest => decoded[columns.len()].clone(),
+            })
+            .collect();
+        let stmt = self.statement(PUT, &raw.name, || raw.put.sql.clone())?;
+        stmt.execute(params_from_iter(values)).context("running a raw table's put statement").map(drop)
+    }
+}
+
+/// Counts the sync operations running on a connection.
+#[derive(Default)]
+pub struct SyncOperation {
+    depth: AtomicUsize,
+}
+
+static SYNC_OPERATION: ClientDataKey<SyncOperation> = ClientDataKey::new(c"oplite.sync_operation");
+
+/// While alive, `powersync_in_sync_operation()` returns 1 on the
+/// connection (triggers on data tables can tell sync writes from local
+/// ones). The sync apply holds one for its whole run.
+pub struct SyncOperationGuard<'c> {
+    flag: &'c SyncOperation,
+}
+
+impl<'c> SyncOperationGuard<'c> {
+    /// Enters a sync operation on `db`.
+    pub fn enter(db: &'c Connection) -> Self {
+        let flag = client_data(db, &SYNC_OPERATION);
+        flag.depth.fetch_add(1, Ordering::SeqCst);
+        SyncOperationGuard { flag }
+    }
+}
+
+impl Drop for SyncOperationGuard<'_> {
+    fn drop(&mut self) {
+        self.flag.depth.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// True while a [`SyncOperationGuard`] is alive on `db`.
+pub fn in_sync_operation(db: &Connection) -> bool {
+    client_data(db, &SYNC_OPERATION).depth.load(Ordering::SeqCst) > 0
+}

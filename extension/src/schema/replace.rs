@@ -1,0 +1,398 @@
+//! `powersync_replace_schema(json)`: make the database match a schema, as a
+//! diff.
+//!
+//! The new schema is parsed and checked first ([`super::model`]); then,
+//! inside a savepoint (so a failure leaves the previous schema in place):
+//!
+//! 1. generated views (with their triggers) and data-table indexes whose
+//!    SQL is not exactly what the new schema generates are dropped;
+//! 2. data tables the schema no longer has are dropped; a synced table's
+//!    rows move to ps_untyped first, so they come back if the table does;
+//! 3. new data tables are created (synced ones take their rows back from
+//!    ps_untyped); existing ones are changed in place: a removed column's
+//!    values move into the undeclared-fields column, an added column is
+//!    filled from it, a layout change rebuilds the table;
+//! 4. missing indexes, views and triggers are created.
+//!
+//! An identical schema therefore runs no DDL at all, and `PRAGMA
+//! schema_version` stays as it was. Switching a table to or from
+//! local_only behaves as in the reference core: the synced table's rows go
+//! to ps_untyped, the local table's rows are dropped.
+
+use rusqlite::Connection;
+
+use super::ddl::{self, Layout};
+use super::installed::{DataTable, Installed};
+use super::model::{RawTable, Schema, Table, UNDECLARED_COLUMN};
+use super::quote::{identifier, json_path, string};
+use super::rows;
+use super::triggers::create_triggers;
+use crate::error::{OpliteError, Result, SqliteResultExt};
+use crate::migrations::{current_version, LATEST_VERSION};
+
+/// Applies `json` as the app's schema.
+pub fn replace_schema(db: &Connection, json: &str) -> Result<()> {
+    let schema = Schema::parse(json)?;
+    if current_version(db)? < LATEST_VERSION {
+        return Err(OpliteError::Misuse {
+            function: "powersync_replace_schema",
+            reason: "the database is not initialised: call powersync_init() first".into(),
+        });
+    }
+    with_savepoint(db, || apply(db, &schema))
+}
+
+/// Runs `body` in a savepoint, rolled back if it fails.
+pub(crate) fn with_savepoint<T>(db: &Connection, body: impl FnOnce() -> Result<T>) -> Result<T> {
+    db.execute_batch("SAVEPOINT oplite_schema").context("starting a savepoint")?;
+    match body() {
+        Ok(value) => {
+            db.execute_batch("RELEASE oplite_schema").context("releasing a savepoint")?;
+            Ok(value)
+        }
+        Err(err) => {
+            let _ = db.execute_batch("ROLLBACK TO oplite_schema; RELEASE oplite_schema");
+            Err(err)
+        }
+    }
+}
+
+/// What the schema wants for one table.
+struct Desired<'a> {
+    table: &'a Table,
+    data_table: String,
+    layout: Layout,
+    view: String,
+    view_sql: String,
+    triggers: Vec<(String, String)>,
+    indexes: Vec<(String, String)>,
+}
+
+impl<'a> Desired<'a> {
+    fn new(table: &'a Table) -> Self {
+        Desired {
+            table,
+            data_table: ddl::data_table_name(table),
+            layout: ddl::layout(table),
+            view: table.view_name().to_owned(),
+            view_sql: ddl::create_view(table),
+            triggers: create_triggers(table),
+            indexes: ddl::create_indexes(table),
+        }
+    }
+
+    fn column_names(&self) -> Vec<String> {
+        self.table.columns.iter().map(|c| c.name.clone()).collect()
+    }
+}
+
+fn run(db: &Connection, sql: &str) -> Result<()> {
+    db.execute_batch(sql).map_err(|e| OpliteError::sqlite(format!("powersync_replace_schema: {sql}"), e))
+}
+
+fn conflict(message: String) -> OpliteError {
+    OpliteError::InvalidArgument { function: "powersync_replace_schema", message, type_mismatch: false }
+}
+
+fn apply(db: &Connection, schema: &Schema) -> Result<()> {
+    let installed = Installed::read(db)?;
+    let desired: Vec<Desired<'_>> = schema.tables.iter().map(Desired::new).collect();
+    check_collisions(&installed, &desired)?;
+
+    // 1. Stale views (their triggers go with them) and indexes.
+    let mut kept_views = Vec::new();
+    for view in installed.generated_views() {
+        let keep = desired.iter().find(|d| d.view.eq_ignore_ascii_case(&view.name)).is_some_and(|d| {
+            let mut have: Vec<(String, String)> = installed
+                .triggers_on(&view.name)
+                .map(|t| (t.name.clone(), t.sql.clone().unwrap_or_default()))
+                .collect();
+            let mut want = d.triggers.clone();
+            have.sort();
+            want.sort();
+            view.sql.as_deref() == Some(d.view_sql.as_str()) && have == want
+        });
+        if keep {
+            kept_views.push(view.name.to_lowercase());
+        } else {
+            run(db, &format!("DROP VIEW {}", identifier(&view.name)))?;
+        }
+    }
+    let mut kept_indexes = Vec::new();
+    for index in installed.data_indexes() {
+        let ours = index.name.to_lowercase().starts_with(&format!("{}__", index.table.to_lowercase()));
+        if !ours {
+            continue;
+        }
+        let wanted = desired
+            .iter()
+            .flat_map(|d| d.indexes.iter())
+            .any(|(name, sql)| name.eq_ignore_ascii_case(&index.name) && index.sql.as_deref() == Some(sql.as_str()));
+        if wanted {
+            kept_indexes.push(index.name.to_lowercase());
+        } else {
+            run(db, &format!("DROP INDEX {}", identifier(&index.name)))?;
+        }
+    }
+
+    // 2. Data tables the schema no longer has.
+    for table in &installed.data_tables {
+        if !desired.iter().any(|d| d.data_table.eq_ignore_ascii_case(&table.name)) {
+            if !table.local {
+                move_rows_to_untyped(db, table)?;
+            }
+            run(db, &format!("DROP TABLE {}", identifier(&table.name)))?;
+        }
+    }
+
+    // 3. New and changed data tables.
+    for d in &desired {
+        match installed.data_table(&d.data_table) {
+            None => create_data_table(db, d)?,
+            Some(existing) => update_data_table(db, existing, d)?,
+        }
+    }
+
+    // 4. Missing indexes, views and triggers.
+    for d in &desired {
+        for (name, sql) in &d.indexes {
+            if !kept_indexes.contains(&name.to_lowercase()) {
+                run(db, sql)?;
+            }
+        }
+        if !kept_views.contains(&d.view.to_lowercase()) {
+            run(db, &d.view_sql)?;
+            for (_, sql) in &d.triggers {
+                run(db, sql)?;
+            }
+        }
+    }
+    store_raw_tables(db, &schema.raw_tables)
+}
+
+/// Fails if a name the schema needs belongs to something oplite did not
+/// generate (the app's own table or view, an internal table).
+fn check_collisions(installed: &Installed, desired: &[Desired<'_>]) -> Result<()> {
+    for d in desired {
+        let t = &d.table.name;
+        if let Some(object) = installed.object(&d.view) {
+            let generated = object.kind == "view" && super::installed::is_generated_view(object.sql.as_deref());
+            if !generated {
+                return Err(conflict(format!(
+                    "table {t:?} needs a view named {:?}, but the database has a {} of that name that oplite did not create",
+                    d.view, object.kind
+                )));
+            }
+        }
+        if let Some(object) = installed.object(&d.data_table) {
+            if object.kind != "table" {
+                return Err(conflict(format!(
+                    "table {t:?} needs a data table named {:?}, but the database has a {} of that name",
+                    d.data_table, object.kind
+                )));
+            }
+        }
+        for (name, _) in &d.indexes {
+            if let Some(object) = installed.object(name) {
+                if object.kind != "index" || installed.data_table(&object.table).is_none() {
+                    return Err(conflict(format!(
+                        "an index of table {t:?} would be named {name:?}, which the database already uses for a {}",
+                        object.kind
+                    )));
+                }
+            }
+        }
+        for (name, _) in &d.triggers {
+            if let Some(object) = installed.object(name) {
+                let on_generated = installed
+                    .generated_views()
+                    .any(|v| v.name.eq_ignore_ascii_case(&object.table));
+                if object.kind != "trigger" || !on_generated {
+                    return Err(conflict(format!(
+                        "a trigger of table {t:?} would be named {name:?}, which the database already uses"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Moves a synced table's rows to ps_untyped as JSON.
+fn move_rows_to_untyped(db: &Connection, table: &DataTable) -> Result<()> {
+    let json = match table.layout {
+        Layout::Json => "data".to_owned(),
+        Layout::Typed => {
+            let pairs: Vec<(String, String)> = table.columns.iter().map(|c| (c.clone(), c.clone())).collect();
+            rows::typed_row_json(&pairs)
+        }
+    };
+    run(
+        db,
+        &format!(
+            "INSERT OR REPLACE INTO ps_untyped(type, id, data) SELECT {}, id, {json} FROM {}",
+            string(&table.row_type),
+            identifier(&table.name)
+        ),
+    )
+}
+
+/// The SELECT of a type's rows in ps_untyped, as `id, data`.
+fn untyped_rows(row_type: &str) -> String {
+    format!("SELECT id, data FROM ps_untyped WHERE type = {} AND data IS NOT NULL", string(row_type))
+}
+
+fn create_data_table(db: &Connection, d: &Desired<'_>) -> Result<()> {
+    run(db, &ddl::create_data_table(&d.data_table, d.layout, &d.table.columns))?;
+    if d.table.is_synced() {
+        let source = untyped_rows(&d.table.name);
+        let fill = match d.layout {
+            Layout::Json => rows::upsert_json_from_select(&d.data_table, &source),
+            Layout::Typed => rows::upsert_typed_from_select(&d.data_table, &d.column_names(), &format!("{source} AND json_valid(data)")),
+        };
+        run(db, &fill)?;
+        if d.layout == Layout::Typed {
+            // Rows whose data SQLite cannot read keep it as it came.
+            run(
+                db,
+                &format!(
+                    "INSERT OR REPLACE INTO {}(id, {UNDECLARED_COLUMN}) SELECT id, data FROM ({source} AND NOT json_valid(data))",
+                    identifier(&d.data_table)
+                ),
+            )?;
+        }
+        run(db, &format!("DELETE FROM ps_untyped WHERE type = {}", string(&d.table.name)))?;
+    }
+    Ok(())
+}
+
+fn update_data_table(db: &Connection, existing: &DataTable, d: &Desired<'_>) -> Result<()> {
+    if existing.name != d.data_table {
+        // Same name but for ASCII case: SQLite cannot rename in one step.
+        let temporary = format!("{}__oplite_rename", d.data_table);
+        rename_table(db, &existing.name, &temporary)?;
+        rename_table(db, &temporary, &d.data_table)?;
+    }
+    match (existing.layout, d.layout) {
+        (Layout::Json, Layout::Json) => Ok(()),
+        (Layout::Typed, Layout::Typed) => change_columns(db, existing, d),
+        (from, _) => rebuild(db, from, existing, d),
+    }
+}
+
+/// `ALTER TABLE from RENAME TO to` without rewriting (or checking) other
+/// schema objects, which may refer to a table that is being replaced.
+fn rename_table(db: &Connection, from: &str, to: &str) -> Result<()> {
+    let legacy: i64 = db.query_row("PRAGMA legacy_alter_table", [], |r| r.get(0)).context("reading legacy_alter_table")?;
+    run(db, "PRAGMA legacy_alter_table = ON")?;
+    let renamed = run(db, &format!("ALTER TABLE {} RENAME TO {}", identifier(from), identifier(to)));
+    run(db, &format!("PRAGMA legacy_alter_table = {legacy}"))?;
+    renamed
+}
+
+/// Adds and removes columns of a typed table, keeping every value.
+fn change_columns(db: &Connection, existing: &DataTable, d: &Desired<'_>) -> Result<()> {
+    let wanted = d.column_names();
+    let removed: Vec<&String> = existing.columns.iter().filter(|c| !wanted.contains(c)).collect();
+    let added: Vec<String> = wanted.iter().filter(|c| !existing.columns.contains(c)).cloned().collect();
+    let table = identifier(&d.data_table);
+    if !removed.is_empty() {
+        // Values of removed columns become undeclared fields.
+        let mut target = format!(
+            "CASE WHEN {u} IS NULL OR NOT json_valid({u}) OR json_type({u}) != 'object' THEN '{{}}' ELSE {u} END",
+            u = UNDECLARED_COLUMN
+        );
+        for chunk in removed.chunks(60) {
+            let pairs: Vec<String> = chunk
+                .iter()
+                .map(|c| format!("{}, CASE WHEN typeof({1}) = 'blob' THEN NULL ELSE {1} END", json_path(c), identifier(c)))
+                .collect();
+            target = format!("json_set({target}, {})", pairs.join(", "));
+        }
+        let any: Vec<String> = removed.iter().map(|c| format!("{} IS NOT NULL", identifier(c))).collect();
+        run(db, &format!("UPDATE {table} SET {UNDECLARED_COLUMN} = {target} WHERE {}", any.join(" OR ")))?;
+        for column in &removed {
+            run(db, &format!("ALTER TABLE {table} DROP COLUMN {}", identifier(column)))?;
+        }
+    }
+    if !added.is_empty() {
+        for column in &added {
+            run(db, &format!("ALTER TABLE {table} ADD COLUMN {}", identifier(column)))?;
+        }
+        // Fields that arrived before the columns existed fill them now.
+        let mut sets: Vec<String> =
+            added.iter().map(|c| format!("{} = {}", identifier(c), rows::extract(UNDECLARED_COLUMN, c))).collect();
+        sets.push(format!("{UNDECLARED_COLUMN} = {}", rows::undeclared(UNDECLARED_COLUMN, &added)));
+        run(
+            db,
+            &format!(
+                "UPDATE {table} SET {} WHERE {UNDECLARED_COLUMN} IS NOT NULL AND json_valid({UNDECLARED_COLUMN})",
+                sets.join(", ")
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// Converts a table between the typed and the JSON layout by copying it.
+fn rebuild(db: &Connection, from: Layout, existing: &DataTable, d: &Desired<'_>) -> Result<()> {
+    let temporary = format!("{}__oplite_new", d.data_table);
+    run(db, &format!("DROP TABLE IF EXISTS {}", identifier(&temporary)))?;
+    run(db, &ddl::create_data_table(&temporary, d.layout, &d.table.columns))?;
+    let old = identifier(&existing.name);
+    match from {
+        Layout::Json => {
+            let source = format!("SELECT id, data FROM {old} WHERE data IS NOT NULL");
+            run(db, &rows::upsert_typed_from_select(&temporary, &d.column_names(), &format!("{source} AND json_valid(data)")))?;
+            run(
+                db,
+                &format!(
+                    "INSERT INTO {}(id, {UNDECLARED_COLUMN}) SELECT id, data FROM {old} WHERE data IS NOT NULL AND NOT json_valid(data)",
+                    identifier(&temporary)
+                ),
+            )?;
+        }
+        Layout::Typed => {
+            let pairs: Vec<(String, String)> = existing.columns.iter().map(|c| (c.clone(), c.clone())).collect();
+            run(
+                db,
+                &format!("INSERT INTO {}(id, data) SELECT id, {} FROM {old}", identifier(&temporary), rows::typed_row_json(&pairs)),
+            )?;
+        }
+    }
+    run(db, &format!("DROP TABLE {old}"))?;
+    rename_table(db, &temporary, &d.data_table)
+}
+
+/// SQL: the raw tables of the last schema, for the sync apply.
+const READ_RAW_TABLES: &str = "SELECT definition FROM ps_oplite_raw_tables ORDER BY name";
+
+/// Records the schema's raw tables (only if they changed).
+fn store_raw_tables(db: &Connection, raw_tables: &[RawTable]) -> Result<()> {
+    let stored = load_raw_tables(db)?;
+    let mut sorted: Vec<&RawTable> = raw_tables.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    if stored.iter().collect::<Vec<_>>() == sorted {
+        return Ok(());
+    }
+    run(db, "DELETE FROM ps_oplite_raw_tables")?;
+    for raw in raw_tables {
+        let definition = serde_json::to_string(raw).map_err(|e| OpliteError::Internal(e.to_string()))?;
+        db.execute("INSERT INTO ps_oplite_raw_tables(name, definition) VALUES (?1, ?2)", [&raw.name, &definition])
+            .context("storing raw tables")?;
+    }
+    Ok(())
+}
+
+/// The raw tables recorded by the last `powersync_replace_schema`.
+pub fn load_raw_tables(db: &Connection) -> Result<Vec<RawTable>> {
+    let mut stmt = db.prepare_cached(READ_RAW_TABLES).context("reading raw tables")?;
+    let definitions: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .context("reading raw tables")?;
+    definitions
+        .iter()
+        .map(|json| serde_json::from_str(json).map_err(|e| OpliteError::Internal(format!("stored raw table: {e}"))))
+        .collect()
+}

@@ -1,0 +1,171 @@
+//! SQL that turns a synced row's JSON into a data-table row and back.
+//!
+//! Decoding is `json_extract` per declared column, so a stored value is
+//! exactly what the reference core's view would have extracted (strings stay
+//! text, `1.0` stays real, objects and arrays become their JSON text), and
+//! `oplite_undeclared` ([`super::undeclared`]) for [`UNDECLARED_COLUMN`].
+//! SQLite caches the parse of a JSON text within a statement, so each row's
+//! JSON is parsed once however many columns read it.
+//!
+//! Encoding (for rows that move to ps_untyped, or to the JSON layout) is
+//! `json_object` of the columns joined with the undeclared fields.
+
+use super::model::UNDECLARED_COLUMN;
+use super::quote::{identifier, json_path, string};
+
+/// Paths per `json_remove` call (SQLite before 3.48 allows 127 arguments).
+const PATHS_PER_CALL: usize = 100;
+/// Keys per `oplite_undeclared` call.
+const UNDECLARED_KEYS_PER_CALL: usize = 120;
+/// Pairs per `json_object` call.
+const PAIRS_PER_CALL: usize = 60;
+
+/// The value of key `column` in the JSON text `data` (an SQL expression).
+pub fn extract(data: &str, column: &str) -> String {
+    format!("json_extract({data}, {})", json_path(column))
+}
+
+/// The fields of `data` that `columns` do not declare, or NULL if none
+/// (see [`super::undeclared`]; `json_remove` for very wide tables).
+pub fn undeclared(data: &str, columns: &[String]) -> String {
+    if columns.len() <= UNDECLARED_KEYS_PER_CALL {
+        let keys: String = columns.iter().map(|c| format!(", {}", string(c))).collect();
+        return format!("oplite_undeclared({data}{keys})");
+    }
+    let mut expr = data.to_owned();
+    for chunk in columns.chunks(PATHS_PER_CALL) {
+        let paths: Vec<String> = chunk.iter().map(|c| json_path(c)).collect();
+        expr = format!("json_remove({expr}, {})", paths.join(", "));
+    }
+    format!("NULLIF({expr}, '{{}}')")
+}
+
+/// The column list, decoded values and upsert clause shared by the typed
+/// statements below.
+fn typed_parts(columns: &[String], id: &str, data: &str) -> (String, String, String) {
+    let mut names = vec!["id".to_owned()];
+    let mut values = vec![id.to_owned()];
+    let mut sets = Vec::new();
+    for column in columns {
+        let quoted = identifier(column);
+        names.push(quoted.clone());
+        values.push(extract(data, column));
+        sets.push(format!("{quoted} = excluded.{quoted}"));
+    }
+    names.push(UNDECLARED_COLUMN.to_owned());
+    values.push(undeclared(data, columns));
+    sets.push(format!("{UNDECLARED_COLUMN} = excluded.{UNDECLARED_COLUMN}"));
+    (names.join(", "), values.join(", "), sets.join(", "))
+}
+
+/// Upserts one row into a typed table: `?1` the id, `?2` the JSON data.
+pub fn upsert_typed_row(table: &str, columns: &[String]) -> String {
+    let (names, values, sets) = typed_parts(columns, "?1", "?2");
+    format!("INSERT INTO {}({names}) VALUES ({values}) ON CONFLICT(id) DO UPDATE SET {sets}", identifier(table))
+}
+
+/// Upserts every row of `source` (a SELECT yielding `id` and `data`) into a
+/// typed table.
+pub fn upsert_typed_from_select(table: &str, columns: &[String], source: &str) -> String {
+    let (names, values, sets) = typed_parts(columns, "id", "data");
+    format!(
+        "INSERT INTO {}({names}) SELECT {values} FROM ({source}) WHERE true ON CONFLICT(id) DO UPDATE SET {sets}",
+        identifier(table)
+    )
+}
+
+/// Upserts one row into a JSON-layout table: `?1` the id, `?2` the data.
+pub fn upsert_json_row(table: &str) -> String {
+    format!("INSERT OR REPLACE INTO {}(id, data) VALUES (?1, ?2)", identifier(table))
+}
+
+/// Upserts every row of `source` into a JSON-layout table.
+pub fn upsert_json_from_select(table: &str, source: &str) -> String {
+    format!("INSERT OR REPLACE INTO {}(id, data) SELECT id, data FROM ({source})", identifier(table))
+}
+
+/// Stores a row whose data is not a JSON text SQLite can read: no column
+/// values, the text kept in [`UNDECLARED_COLUMN`] as it came.
+pub fn upsert_typed_unreadable(table: &str, columns: &[String]) -> String {
+    let mut names = vec!["id".to_owned()];
+    let mut values = vec!["?1".to_owned()];
+    let mut sets = Vec::new();
+    for column in columns {
+        names.push(identifier(column));
+        values.push("NULL".into());
+        sets.push(format!("{} = NULL", identifier(column)));
+    }
+    names.push(UNDECLARED_COLUMN.into());
+    values.push("?2".into());
+    sets.push(format!("{UNDECLARED_COLUMN} = ?2"));
+    format!(
+        "INSERT INTO {}({}) VALUES ({}) ON CONFLICT(id) DO UPDATE SET {}",
+        identifier(table),
+        names.join(", "),
+        values.join(", "),
+        sets.join(", ")
+    )
+}
+
+/// The JSON text of a typed row: `(key, column)` pairs rendered with
+/// `json_object`, joined with the undeclared fields. `columns` maps JSON
+/// keys to the SQL column holding them.
+pub fn typed_row_json(columns: &[(String, String)]) -> String {
+    let objects: Vec<String> = columns
+        .chunks(PAIRS_PER_CALL)
+        .map(|chunk| {
+            let pairs: Vec<String> = chunk.iter().map(|(key, col)| format!("{}, {}", string(key), identifier(col))).collect();
+            format!("json_object({})", pairs.join(", "))
+        })
+        .collect();
+    let object = match objects.len() {
+        0 => "json_object()".to_owned(),
+        1 => objects[0].clone(),
+        _ => format!("oplite_json_merge({})", objects.join(", ")),
+    };
+    format!(
+        "CASE WHEN {u} IS NULL THEN {object} \
+         WHEN json_valid({u}) AND json_type({u}) = 'object' THEN oplite_json_merge({object}, {u}) \
+         ELSE {u} END",
+        u = UNDECLARED_COLUMN
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_upsert() {
+        assert_eq!(
+            upsert_typed_row("ps_data__t", &["a".into(), "b c".into()]),
+            "INSERT INTO \"ps_data__t\"(id, \"a\", \"b c\", ps_undeclared) VALUES (?1, json_extract(?2, '$.\"a\"'), \
+             json_extract(?2, '$.\"b c\"'), oplite_undeclared(?2, 'a', 'b c')) \
+             ON CONFLICT(id) DO UPDATE SET \"a\" = excluded.\"a\", \"b c\" = excluded.\"b c\", ps_undeclared = excluded.ps_undeclared"
+        );
+        assert!(upsert_typed_from_select("t", &[], "SELECT 1").contains("oplite_undeclared(data)"));
+    }
+
+    #[cfg(feature = "bundled")]
+    #[test]
+    fn decode_and_encode_round_trip() {
+        let db = rusqlite::Connection::open_in_memory().unwrap();
+        db.execute_batch(r#"CREATE TABLE t(id TEXT PRIMARY KEY NOT NULL, "a", "b.c", ps_undeclared TEXT)"#).unwrap();
+        crate::schema::register(&db).unwrap();
+        let cols = vec!["a".to_owned(), "b.c".to_owned()];
+        let sql = upsert_typed_row("t", &cols);
+        db.execute(&sql, ["1", r#"{"a":1.0,"b.c":[1, 2],"x":{"y":null},"z":"s"}"#]).unwrap();
+        db.execute(&sql, ["2", r#"{"a":"text"}"#]).unwrap();
+        let row: (String, String, String, Option<String>) = db
+            .query_row(r#"SELECT typeof("a"), quote("a"), "b.c", ps_undeclared FROM t WHERE id = '1'"#, [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .unwrap();
+        assert_eq!(row, ("real".into(), "1.0".into(), "[1,2]".into(), Some(r#"{"x":{"y":null},"z":"s"}"#.into())));
+        let pairs: Vec<(String, String)> = cols.iter().map(|c| (c.clone(), c.clone())).collect();
+        let json: String = db
+            .query_row(&format!("SELECT {} FROM t WHERE id = '2'", typed_row_json(&pairs)), [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(json, r#"{"a":"text","b.c":null}"#);
+    }
+}

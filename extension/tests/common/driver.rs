@@ -1,0 +1,501 @@
+//! A deterministic host: drives a seeded sync session (downloads, local
+//! writes, uploads acknowledged through a write checkpoint, checkpoints)
+//! against one database, one host transaction per step, and keeps a model
+//! of what the database must hold after every step.
+//!
+//! The same seed gives the same steps whatever database it runs on, so a
+//! crash test can run a session in a child process, kill it, and replay it
+//! in the parent to learn what the database held after each step.
+//!
+//! Local writes and uploads are simulated as in `differential_sync.rs`
+//! (the schema triggers live on another branch): a write adds a `ps_crud`
+//! entry, sets the target write checkpoint to i64::MAX, marks the row in
+//! `ps_updated_rows` and writes it to `ps_untyped`; an upload deletes the
+//! entries and sets the target to a new write checkpoint that the server
+//! model then reports.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+
+use oplite_test_data::ServerModel;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::Connection;
+use serde_json::Value;
+
+use super::diff::rows;
+
+/// How lines are encoded in a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// `line_text`.
+    Json,
+    /// `line_binary`.
+    Bson,
+}
+
+/// Synced rows: (type, id) -> data.
+pub type Rows = BTreeMap<(String, String), String>;
+
+/// The rows a client holds after applying the server's current state: per
+/// row, the newest PUT across all buckets (none, or one without data: no
+/// row).
+pub fn server_rows(server: &ServerModel) -> Rows {
+    let mut newest: HashMap<(String, String), (i64, Option<String>)> = HashMap::new();
+    for bucket in &server.buckets {
+        let mut current: HashMap<String, (i64, (String, String), Option<String>)> = HashMap::new();
+        for op in &bucket.ops {
+            let key = || {
+                format!(
+                    "{}/{}/{}",
+                    op.object_type.as_deref().unwrap_or(""),
+                    op.object_id.as_deref().unwrap_or(""),
+                    op.subkey.as_deref().unwrap_or("null")
+                )
+            };
+            match op.op {
+                "PUT" => {
+                    let row = (op.object_type.clone().unwrap(), op.object_id.clone().unwrap());
+                    current.insert(key(), (op.op_id, row, op.data.clone()));
+                }
+                "REMOVE" => {
+                    current.remove(&key());
+                }
+                "CLEAR" => current.clear(),
+                _ => {}
+            }
+        }
+        for (op_id, row, data) in current.into_values() {
+            let entry = newest.entry(row).or_insert((0, None));
+            if op_id > entry.0 {
+                *entry = (op_id, data);
+            }
+        }
+    }
+    newest.into_iter().filter_map(|(row, (_, data))| data.map(|d| (row, d))).collect()
+}
+
+/// What the database must hold.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    /// Host transactions committed so far.
+    pub steps: u64,
+    /// `ps_untyped`: the last applied checkpoint plus local writes since.
+    pub rows: Rows,
+    /// `ps_crud`: id -> data.
+    pub crud: BTreeMap<i64, String>,
+    /// The rows of the checkpoint being downloaded.
+    sent: Option<Rows>,
+    /// The rows of the last validated checkpoint (applied when the host is
+    /// told `DidCompleteSync`).
+    validated: Option<Rows>,
+}
+
+/// Reported after a step commits (and once before an upload commits).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Step `step` committed; it queued upload entry `write`, or deleted the
+    /// acknowledged entries up to `acked`.
+    Committed { step: u64, write: Option<i64>, acked: Option<i64> },
+    /// The next step will delete the entries up to this id.
+    UploadIntent(i64),
+}
+
+/// The host.
+pub struct Driver {
+    /// The database, with oplite registered and initialised.
+    pub db: Connection,
+    /// The service.
+    pub server: ServerModel,
+    /// How lines are sent.
+    pub encoding: Encoding,
+    /// What the database must hold.
+    pub model: Model,
+    /// Check the database against the model after every step.
+    pub check_each_step: bool,
+    /// Called after every committed step (and before uploads).
+    pub on_event: Box<dyn FnMut(&Connection, &Model, &Event)>,
+    /// The next write checkpoint an upload gets.
+    pub next_write_checkpoint: i64,
+    local_writes: u64,
+    iteration_active: bool,
+}
+
+/// True when the instructions close the stream.
+pub fn closes(instructions: &Value) -> bool {
+    instructions.as_array().is_some_and(|items| items.iter().any(|i| i.get("CloseSyncStream").is_some()))
+}
+
+fn completes(instructions: &Value) -> bool {
+    instructions.as_array().is_some_and(|items| items.iter().any(|i| i.get("DidCompleteSync").is_some()))
+}
+
+/// The internal tables that define a sync state, as text rows (client id
+/// and the sync-iteration owner, which are random, left out; sync times
+/// reduced to their priorities).
+pub fn snapshot(db: &Connection) -> Vec<Vec<String>> {
+    [
+        "SELECT * FROM ps_buckets ORDER BY id",
+        "SELECT * FROM ps_oplog ORDER BY bucket, op_id, key",
+        "SELECT * FROM ps_updated_rows ORDER BY 1, 2",
+        "SELECT * FROM ps_untyped ORDER BY 1, 2",
+        "SELECT * FROM ps_crud ORDER BY id",
+        "SELECT * FROM ps_tx ORDER BY id",
+        "SELECT key, CAST(value AS TEXT) FROM ps_kv WHERE key NOT IN ('client_id', 'oplite_sync_iteration') ORDER BY 1",
+        "SELECT priority FROM ps_sync_state ORDER BY 1",
+        "SELECT name, seq FROM sqlite_sequence ORDER BY 1",
+    ]
+    .iter()
+    .map(|sql| rows(db, sql))
+    .collect()
+}
+
+/// `ps_untyped` as [`Rows`].
+pub fn stored_rows(db: &Connection) -> Rows {
+    let mut stmt = db.prepare("SELECT type, id, data FROM ps_untyped").unwrap();
+    stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?))).unwrap().map(|r| r.unwrap()).collect()
+}
+
+/// `ps_crud` as id -> data.
+pub fn stored_crud(db: &Connection) -> BTreeMap<i64, String> {
+    let mut stmt = db.prepare("SELECT id, data FROM ps_crud").unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(|r| r.unwrap()).collect()
+}
+
+/// Buckets as stored: name -> last_op.
+pub fn stored_last_ops(db: &Connection) -> BTreeMap<String, i64> {
+    let mut stmt = db.prepare("SELECT name, last_op FROM ps_buckets WHERE pending_delete = 0").unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(|r| r.unwrap()).collect()
+}
+
+impl Driver {
+    /// A host for `server` on `db` (oplite registered and initialised).
+    pub fn new(db: Connection, server: ServerModel, encoding: Encoding) -> Driver {
+        Driver {
+            db,
+            server,
+            encoding,
+            model: Model::default(),
+            check_each_step: false,
+            on_event: Box::new(|_, _, _| {}),
+            next_write_checkpoint: 1,
+            local_writes: 0,
+            iteration_active: false,
+        }
+    }
+
+    /// Runs `f` in one host transaction; rolls back and returns the error
+    /// if it or the COMMIT fails.
+    pub fn tx<T>(&mut self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+        self.db.execute_batch("BEGIN")?;
+        let result = f(&self.db).and_then(|v| self.db.execute_batch("COMMIT").map(|_| v));
+        if result.is_err() && !self.db.is_autocommit() {
+            let _ = self.db.execute_batch("ROLLBACK");
+        }
+        result
+    }
+
+    fn committed(&mut self, write: Option<i64>, acked: Option<i64>) {
+        self.model.steps += 1;
+        let event = Event::Committed { step: self.model.steps, write, acked };
+        (self.on_event)(&self.db, &self.model, &event);
+        if self.check_each_step {
+            self.check();
+        }
+    }
+
+    /// Asserts the database holds what the model says.
+    pub fn check(&self) {
+        let rows = stored_rows(&self.db);
+        if rows != self.model.rows {
+            let missing: Vec<_> = self.model.rows.iter().filter(|(k, v)| rows.get(*k) != Some(v)).collect();
+            let extra: Vec<_> = rows.iter().filter(|(k, v)| self.model.rows.get(*k) != Some(v)).collect();
+            panic!("step {}: ps_untyped differs from the model\n missing or different: {missing:?}\n unexpected: {extra:?}", self.model.steps);
+        }
+        assert_eq!(stored_crud(&self.db), self.model.crud, "step {}: ps_crud differs from the model", self.model.steps);
+    }
+
+    /// One `powersync_control` call in its own transaction; panics on error.
+    pub fn control(&mut self, op: &str, payload: SqlValue) -> Value {
+        self.try_control(op, payload, false).unwrap_or_else(|e| panic!("powersync_control({op}) failed: {e}"))
+    }
+
+    /// `powersync_control(op, payload)` in its own transaction, without
+    /// touching the model.
+    pub fn raw_control(&mut self, op: &str, payload: &SqlValue) -> rusqlite::Result<Value> {
+        let out: Option<String> =
+            self.tx(|db| db.query_row("SELECT powersync_control(?1, ?2)", (op, payload), |r| r.get(0)))?;
+        Ok(match out {
+            Some(text) if text.starts_with('[') => serde_json::from_str(&text).unwrap(),
+            _ => Value::Null,
+        })
+    }
+
+    /// One `powersync_control` call in its own transaction; the model
+    /// follows what the answer says. `completion` is true for a
+    /// `checkpoint_complete` line.
+    pub fn try_control(&mut self, op: &str, payload: SqlValue, completion: bool) -> rusqlite::Result<Value> {
+        let instructions = self.raw_control(op, &payload)?;
+        if completion && !closes(&instructions) {
+            self.model.validated = self.model.sent.clone();
+        }
+        if completes(&instructions) {
+            self.model.rows = self.model.validated.clone().expect("applied without a validated checkpoint");
+        }
+        match op {
+            "start" => self.iteration_active = true,
+            "stop" => self.iteration_active = false,
+            _ if closes(&instructions) => self.iteration_active = false,
+            _ => {}
+        }
+        self.committed(None, None);
+        Ok(instructions)
+    }
+
+    /// The payload of a line in this session's encoding.
+    pub fn encode(&self, line: &Value) -> (&'static str, SqlValue) {
+        match self.encoding {
+            Encoding::Json => ("line_text", SqlValue::Text(line.to_string())),
+            Encoding::Bson => ("line_binary", SqlValue::Blob(oplite::bson::to_vec(line).unwrap())),
+        }
+    }
+
+    /// Sends a sync line.
+    pub fn send(&mut self, line: &Value) -> Value {
+        let (op, payload) = self.encode(line);
+        let completion = line.get("checkpoint_complete").is_some();
+        self.try_control(op, payload, completion).unwrap_or_else(|e| panic!("sending a line failed: {e}"))
+    }
+
+    /// A local write to a random row of `items`, queued for upload.
+    pub fn local_write(&mut self) {
+        self.local_writes += 1;
+        let n = self.local_writes;
+        let id = format!("row{}", self.server.rng.below(12));
+        let data = format!("{{\"local\":{n}}}");
+        let entry = format!("{{\"op\":\"PUT\",\"id\":\"{id}\",\"type\":\"items\",\"data\":{data}}}");
+        let crud_id = self
+            .tx(|db| {
+                db.execute("INSERT INTO ps_crud(data, tx_id) VALUES(?1, ?2)", (&entry, n as i64))?;
+                let crud_id = db.last_insert_rowid();
+                db.execute_batch(
+                    "INSERT OR REPLACE INTO ps_kv(key, value) VALUES('target_checkpoint_request_id', 9223372036854775807);
+                     DELETE FROM ps_kv WHERE key IN ('last_seen_checkpoint_request_id', 'last_applied_checkpoint_request_id');",
+                )?;
+                db.execute("INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES('items', ?1)", [&id])?;
+                db.execute("INSERT OR REPLACE INTO ps_untyped(type, id, data) VALUES('items', ?1, ?2)", (&id, &data))?;
+                Ok(crud_id)
+            })
+            .unwrap_or_else(|e| panic!("local write failed: {e}"));
+        self.model.crud.insert(crud_id, entry);
+        self.model.rows.insert(("items".into(), id), data);
+        self.committed(Some(crud_id), None);
+    }
+
+    /// Uploads every queued entry: deletes them and sets the target write
+    /// checkpoint to a new one, which the server then reports; tells the
+    /// engine with `completed_upload` when an iteration is active.
+    pub fn upload(&mut self) {
+        let Some(&max) = self.model.crud.keys().last() else { return };
+        (self.on_event)(&self.db, &self.model, &Event::UploadIntent(max));
+        let wc = self.next_write_checkpoint;
+        self.next_write_checkpoint += 1;
+        self.tx(|db| {
+            db.execute("DELETE FROM ps_crud WHERE id <= ?1", [max])?;
+            db.query_row("SELECT powersync_control('target_checkpoint_request_id', ?1)", [wc.to_string()], |_| Ok(()))
+        })
+        .unwrap_or_else(|e| panic!("upload failed: {e}"));
+        self.server.write_checkpoint = Some(wc);
+        self.model.crud.retain(|id, _| *id > max);
+        self.committed(None, Some(max));
+        if self.iteration_active {
+            self.control("completed_upload", SqlValue::Null);
+        }
+    }
+
+    /// `start`: returns the requested buckets (name -> after).
+    pub fn start(&mut self) -> HashMap<String, i64> {
+        let out = self.control("start", SqlValue::Null);
+        let request = out
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|i| i.get("EstablishSyncStream"))
+            .expect("EstablishSyncStream")
+            .clone();
+        request["request"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["name"].as_str().unwrap().to_owned(), b["after"].as_str().unwrap().parse().unwrap()))
+            .collect()
+    }
+
+    /// One connection to the service: start, one or two checkpoints with
+    /// local writes between lines, maybe an upload, then stop (or a dropped
+    /// connection, or a checksum failure that closes the stream).
+    pub fn iteration(&mut self) {
+        let mut after = self.start();
+        let mut sent: Option<BTreeMap<String, Value>> = None;
+        let rounds = 1 + self.server.rng.below(2);
+        for round in 0..rounds {
+            if round > 0 {
+                self.server.mutate(6);
+            }
+            let mut line = match &sent {
+                Some(previous) if self.server.rng.chance(50) => self.server.checkpoint_diff_line(previous),
+                _ => self.server.checkpoint_line(),
+            };
+            if self.server.rng.chance(5) {
+                corrupt_checksum(&mut line, self.server.rng.below(1000));
+            }
+            sent = Some(self.server.checkpoint_entries());
+            self.model.sent = Some(server_rows(&self.server));
+            for bucket in self.server.buckets.iter().map(|b| b.name.clone()).collect::<Vec<_>>() {
+                after.entry(bucket).or_insert(0);
+            }
+            after.retain(|name, _| self.server.buckets.iter().any(|b| &b.name == name));
+            if closes(&self.send(&line)) {
+                return;
+            }
+            for (_, data) in self.server.data_lines(&after) {
+                if self.server.rng.chance(3) {
+                    // The connection drops mid-download.
+                    self.control("stop", SqlValue::Null);
+                    return;
+                }
+                if self.server.rng.chance(8) {
+                    self.local_write();
+                }
+                let bucket = data["data"]["bucket"].as_str().unwrap().to_owned();
+                let last = data["data"]["next_after"].as_str().unwrap().parse().unwrap();
+                self.send(&data);
+                after.insert(bucket, last);
+            }
+            if self.server.rng.chance(10) {
+                self.local_write();
+            }
+            let complete = serde_json::json!({"checkpoint_complete": {"last_op_id": self.server.last_op_id().to_string()}});
+            if closes(&self.send(&complete)) {
+                return;
+            }
+            if !self.model.crud.is_empty() && self.server.rng.chance(50) {
+                self.upload();
+            }
+        }
+        self.control("stop", SqlValue::Null);
+    }
+
+    /// A short seeded session: `iterations` connections with server changes
+    /// before each.
+    pub fn session(&mut self, iterations: usize) {
+        for _ in 0..iterations {
+            self.server.mutate(10);
+            self.iteration();
+        }
+    }
+
+    /// Brings the database to the server's current state: uploads what is
+    /// queued, downloads what is missing and applies it. Asserts that the
+    /// stream request resumes from every bucket's stored last_op, that only
+    /// ops above it are downloaded, and that the result equals the server.
+    /// Returns how many ops were downloaded.
+    pub fn converge(&mut self) -> usize {
+        let stored = stored_last_ops(&self.db);
+        let after = self.start();
+        let requested: BTreeMap<String, i64> = after.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        assert_eq!(requested, stored, "the stream request does not resume from the stored last_op");
+        self.upload();
+        let line = self.server.checkpoint_line();
+        self.model.sent = Some(server_rows(&self.server));
+        let mut downloaded = 0;
+        assert!(!closes(&self.send(&line)));
+        for (_, data) in self.server.data_lines(&after) {
+            let ops = data["data"]["data"].as_array().unwrap();
+            downloaded += ops.len();
+            let bucket = data["data"]["bucket"].as_str().unwrap();
+            let from = after.get(bucket).copied().unwrap_or(0);
+            assert!(ops.iter().all(|op| op["op_id"].as_str().unwrap().parse::<i64>().unwrap() > from));
+            self.send(&data);
+        }
+        let complete = serde_json::json!({"checkpoint_complete": {"last_op_id": self.server.last_op_id().to_string()}});
+        let out = self.send(&complete);
+        assert!(completes(&out), "the converging checkpoint was not applied: {out}");
+        self.control("stop", SqlValue::Null);
+        assert_eq!(stored_rows(&self.db), server_rows(&self.server), "rows differ from the server after converging");
+        assert!(stored_crud(&self.db).is_empty(), "uploads left after converging");
+        let last_op = self.server.last_op_id();
+        for (name, op) in stored_last_ops(&self.db) {
+            assert_eq!(op, last_op, "bucket {name} is not at the server's last op");
+        }
+        downloaded
+    }
+}
+
+/// Adds one to a random bucket's checksum in a checkpoint line.
+pub fn corrupt_checksum(line: &mut Value, pick: u64) {
+    let body = line.as_object_mut().unwrap().values_mut().next().unwrap();
+    let key = if body.get("buckets").is_some() { "buckets" } else { "updated_buckets" };
+    if let Some(buckets) = body[key].as_array_mut() {
+        if !buckets.is_empty() {
+            let i = pick as usize % buckets.len();
+            let checksum = buckets[i]["checksum"].as_u64().unwrap() as u32;
+            buckets[i]["checksum"] = Value::from(checksum.wrapping_add(1));
+        }
+    }
+}
+
+/// Opens `path` (WAL, synchronous=NORMAL as the SDKs do) with oplite
+/// registered, through `vfs` when given.
+pub fn open_file(path: &std::path::Path, vfs: Option<&str>) -> Connection {
+    let db = match vfs {
+        Some(vfs) => Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs).unwrap(),
+        None => Connection::open(path).unwrap(),
+    };
+    db.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;").unwrap();
+    db.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+    oplite::register(&db).unwrap();
+    db
+}
+
+/// Creates an initialised database at `path` with a fixed client id.
+pub fn create_file(path: &std::path::Path) {
+    let db = open_file(path, None);
+    db.execute_batch(
+        "BEGIN; SELECT powersync_init();
+         UPDATE ps_kv SET value = '00000000-0000-4000-8000-000000000000' WHERE key = 'client_id';
+         COMMIT;",
+    )
+    .unwrap();
+}
+
+/// A fresh directory under the system's temp dir, removed on drop.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    /// `$TMPDIR/oplite-<tag>-<pid>-<n>`.
+    pub fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "oplite-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    /// A path inside.
+    pub fn join(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}

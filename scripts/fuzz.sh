@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of oplite with libFuzzer (fuzz/), on rustup's
+# stable toolchain: RUSTC_BOOTSTRAP=1 enables the -Z flags cargo-fuzz would
+# pass, so neither nightly nor cargo-fuzz is needed (with cargo-fuzz
+# installed, `RUSTC_BOOTSTRAP=1 cargo fuzz run <target>` works the same).
+#
+#   scripts/fuzz.sh [seconds per target] [target...]
+#
+# Targets: parse_text parse_binary bson control. The seed corpus is copied
+# from test-data/fuzz/<target>/ into target/fuzz-corpus/<target>/, which
+# keeps what libFuzzer finds between runs; crashes go to
+# target/fuzz-artifacts/<target>/. OPLITE_FUZZ_ASAN=0 builds without
+# AddressSanitizer (faster; Rust's own checks still catch panics).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-30}
+shift || true
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=(parse_text parse_binary bson control)
+root=$PWD
+host=$(rustc -vV | sed -n 's/^host: //p')
+
+flags="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4"
+flags+=" -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table"
+flags+=" -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks"
+if [[ ${OPLITE_FUZZ_ASAN:-1} != 0 ]]; then
+  flags+=" -Zsanitizer=address"
+fi
+echo "building fuzz targets ($host)"
+(cd fuzz && RUSTC_BOOTSTRAP=1 RUSTFLAGS="$flags" cargo build --release --target "$host" --bins \
+  --target-dir "$root/target/fuzz-build")
+
+summary=()
+for target in "${targets[@]}"; do
+  corpus=$root/target/fuzz-corpus/$target
+  artifacts=$root/target/fuzz-artifacts/$target/
+  mkdir -p "$corpus" "$artifacts"
+  cp -n test-data/fuzz/"$target"/* "$corpus"/ 2>/dev/null || true
+  log=$root/target/fuzz-artifacts/$target.log
+  echo "fuzzing $target for ${seconds}s"
+  # -rss_limit_mb and -malloc_limit_mb catch leaks and runaway allocations,
+  # -timeout catches hangs.
+  "$root/target/fuzz-build/$host/release/$target" "$corpus" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+    -max_len=65536 -artifact_prefix="$artifacts" -print_final_stats=1 >"$log" 2>&1 || {
+      tail -40 "$log"; echo "fuzz target $target failed"; exit 1; }
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
+  summary+=("$target: $runs executions, $cov, no crash")
+done
+printf '%s\n' "${summary[@]}"

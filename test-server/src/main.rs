@@ -1,0 +1,76 @@
+//! `oplite-test-server`: the loopback stand-in for the PowerSync service,
+//! as a program (see the library docs). Not a production server.
+//!
+//! ```text
+//! oplite-test-server [--port P] [--shape NAME] [--ops N] [--recorded FILE]
+//!                    [--token T]... [--keepalive-secs S]
+//! ```
+//!
+//! Serves a generated stream (`--shape`, default `benchmark`, `--ops`,
+//! default 100000) or the buckets of a recorded one (`--recorded
+//! stream.ndjson`: its checkpoints and data lines are read into buckets,
+//! which are served to any `after`, not replayed line by line) on
+//! 127.0.0.1 until killed. Accepts the token `dev` unless `--token` is
+//! given; `GET /dev/token` issues more.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use oplite_test_data::recorded;
+use oplite_test_data::StreamSpec;
+use oplite_test_server::{Dataset, ServiceOptions, TestService};
+
+const USAGE: &str = "usage: oplite-test-server [--port P] [--shape NAME] [--ops N] [--recorded FILE] [--token T]... [--keepalive-secs S]";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("oplite-test-server: {message}\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let mut args = std::env::args().skip(1);
+    let (mut port, mut shape, mut ops, mut recorded_file) = (0u16, "benchmark".to_owned(), 100_000u64, None);
+    let (mut tokens, mut keepalive) = (Vec::new(), 20u64);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--port" => port = value("--port")?.parse().map_err(|e| format!("--port: {e}"))?,
+            "--shape" => shape = value("--shape")?,
+            "--ops" => ops = value("--ops")?.parse().map_err(|e| format!("--ops: {e}"))?,
+            "--recorded" => recorded_file = Some(value("--recorded")?),
+            "--token" => tokens.push(value("--token")?),
+            "--keepalive-secs" => keepalive = value("--keepalive-secs")?.parse().map_err(|e| format!("--keepalive-secs: {e}"))?,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    let dataset = match recorded_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+            let lines = recorded::parse_ndjson(&text).map_err(|e| format!("{path}: {e}"))?;
+            Dataset::Buckets(recorded::buckets_from_lines(&lines))
+        }
+        None => Dataset::Generated(StreamSpec::by_name(&shape, ops).ok_or_else(|| {
+            format!("unknown shape {shape:?} (one of {})", StreamSpec::SHAPES.join(", "))
+        })?),
+    };
+    let mut options = ServiceOptions::new(dataset);
+    options.bind.set_port(port);
+    options.keepalive = Duration::from_secs(keepalive.max(1));
+    if !tokens.is_empty() {
+        options.static_tokens = tokens;
+    }
+    let service = TestService::start(options).map_err(|e| format!("starting: {e}"))?;
+    println!("oplite-test-server (test support, not a production server) listening on {}", service.url());
+    loop {
+        std::thread::park();
+    }
+}
