@@ -458,7 +458,8 @@ function* splitBson(state, bytes) {
 /**
  * Syncs until the server closes the stream (or CloseSyncStream): start,
  * POST the EstablishSyncStream request to `url`, feed every line to
- * powersync_control, flush storage on FlushFileSystem, end with stop.
+ * powersync_control, flush storage on FlushFileSystem and after every
+ * applied checkpoint (DidCompleteSync), end with stop.
  * Resolves to {lines, completed, status, applyMs}.
  */
 export async function syncStream(db, options) {
@@ -479,7 +480,9 @@ export async function syncStream(db, options) {
       } else if (kind === 'FlushFileSystem') {
         await db.flush();
       } else if (kind === 'DidCompleteSync') {
+        // A synced state is reported only once it is durable (idb: in IndexedDB).
         completed = true;
+        await db.flush();
       } else if (kind === 'CloseSyncStream') {
         closeRequested = true;
       } else if (kind === 'LogLine') {

@@ -8,7 +8,6 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
 
 use js_sys::{Array, Object, Reflect, Uint32Array, Uint8Array};
 use rusqlite::types::Value;
@@ -18,7 +17,6 @@ use sqlite_wasm_rs::WasmOsCallback;
 use sqlite_wasm_vfs::sahpool::{self, OpfsSAHPoolCfgBuilder, OpfsSAHPoolUtil};
 use wasm_bindgen::prelude::*;
 
-use crate::hooks::{self, TableChanges};
 use crate::{counting, mirror, values};
 
 /// Where a database lives.
@@ -34,7 +32,6 @@ pub struct Database {
     conn: Option<Connection>,
     name: String,
     storage: Storage,
-    changes: Arc<Mutex<TableChanges>>,
 }
 
 /// A JS `Error` named `SqliteError` with the extended result `code`.
@@ -114,10 +111,12 @@ pub async fn open_database(name: String, vfs: String) -> Result<Database, JsValu
     };
     let counted = counting::wrap(&base_vfs).map_err(|e| usage_error(&e))?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let mut conn = Connection::open_with_flags_and_vfs(&name, flags, counted.as_str()).map_err(|e| sqlite_error(&e))?;
-    let changes = hooks::install(&mut conn).map_err(|e| sqlite_error(&e))?;
-    conn.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").map_err(|e| sqlite_error(&e))?;
-    Ok(Database { conn: Some(conn), name, storage, changes })
+    let conn = Connection::open_with_flags_and_vfs(&name, flags, counted.as_str()).map_err(|e| sqlite_error(&e))?;
+    // Table-change notification: oplite's own update/commit/rollback hooks,
+    // read back with powersync_update_hooks('get') (PROTOCOL.md §5).
+    conn.execute_batch("BEGIN; SELECT powersync_init(); COMMIT; SELECT powersync_update_hooks('install');")
+        .map_err(|e| sqlite_error(&e))?;
+    Ok(Database { conn: Some(conn), name, storage })
 }
 
 impl Database {
@@ -220,10 +219,16 @@ impl Database {
         Ok(self.conn()?.is_autocommit())
     }
 
-    /// The tables changed by transactions committed since the last call.
+    /// The tables changed by transactions committed since the last call
+    /// (`powersync_update_hooks('get')`).
     #[wasm_bindgen(js_name = takeChangedTables)]
-    pub fn take_changed_tables(&self) -> Vec<String> {
-        self.changes.lock().unwrap().take_committed()
+    pub fn take_changed_tables(&self) -> Result<Vec<String>, JsValue> {
+        let conn = self.conn()?;
+        let json: String = conn
+            .prepare_cached("SELECT powersync_update_hooks('get')")
+            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+            .map_err(|e| sqlite_error(&e))?;
+        serde_json::from_str(&json).map_err(|e| usage_error(&format!("powersync_update_hooks('get'): {e}")))
     }
 
     /// For `idb`: whether committed changes wait to be stored.
@@ -298,7 +303,11 @@ impl Database {
         let Some(conn) = self.conn.take() else {
             return Ok(());
         };
-        conn.close().map_err(|(_, e)| sqlite_error(&e))?;
+        release_vtab_statements(&conn);
+        if let Err((conn, e)) = conn.close() {
+            self.conn = Some(conn);
+            return Err(sqlite_error(&e));
+        }
         match &self.storage {
             Storage::Memory => {
                 // SAFETY: single-threaded use of memvfs.
@@ -312,6 +321,27 @@ impl Database {
             Storage::Idb(_) => {}
         }
         Ok(())
+    }
+}
+
+/// Works around sqlite3_close() failing with "unable to close due to
+/// unfinalized statements" after local writes: oplite's upload-queue virtual
+/// tables (`powersync_crud`, `powersync_crud_`, eponymous, so disconnected
+/// only after close checks for statements) keep statements cached on the
+/// connection, and drop them only when a transaction that touched them rolls
+/// back. So: a transaction that touches both and rolls back, writing nothing.
+/// Errors (no such table, in builds without them) are ignored.
+fn release_vtab_statements(conn: &Connection) {
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    let _ = conn.execute_batch(
+        "BEGIN;
+         INSERT INTO powersync_crud(op, id, type) SELECT NULL, NULL, NULL WHERE 0;
+         INSERT INTO powersync_crud_(data) SELECT NULL WHERE 0;",
+    );
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
     }
 }
 

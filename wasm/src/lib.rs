@@ -29,6 +29,5 @@
 mod alloc;
 pub mod counting;
 pub mod database;
-pub mod hooks;
 pub mod mirror;
 pub mod values;

@@ -108,6 +108,25 @@ for (const vfs of ['opfs', 'idb']) {
   });
 }
 
+test('close and reopen in the same worker (opfs resumes its pool, idb reloads from IndexedDB)', { timeout: 60_000 }, async () => {
+  const page = await browser.newPage();
+  for (const vfs of ['opfs', 'idb']) {
+    const name = `reopen-${vfs}`;
+    await call(page, 'open', { name, vfs });
+    await call(page, 'sync', { ops: 3_000 });
+    await call(page, 'close');
+    await call(page, 'open', { name, vfs });
+    assert.equal(await call(page, 'count'), 3_000, vfs);
+    await call(page, 'execute', { sql: "INSERT INTO ps_untyped(type, id, data) VALUES ('local', 'y', '{}')" });
+    await call(page, 'close');
+    await call(page, 'open', { name, vfs });
+    const [local] = await call(page, 'query', { sql: "SELECT count(*) AS n FROM ps_untyped WHERE type = 'local'" });
+    assert.equal(local.n, 1, vfs);
+    await call(page, 'close');
+  }
+  await page.close();
+});
+
 test('opfs: access handles stay exclusive even without the Web Lock', { timeout: 60_000 }, async () => {
   const first = await browser.newPage();
   const second = await browser.newPage();

@@ -344,6 +344,28 @@ test('a local write queues a ps_crud entry (needs powersync_replace_schema)', as
   await db.close();
 });
 
+test('with a schema, synced rows land in the typed view and notifications name its data table', async (t) => {
+  const db = await fresh();
+  const has = await db.get("SELECT count(*) AS n FROM pragma_function_list WHERE name = 'powersync_replace_schema'");
+  if (has.n === 0) {
+    t.skip('powersync_replace_schema is not in this build yet');
+    await db.close();
+    return;
+  }
+  const schema = { tables: [{ name: 'thisisatable', columns: [{ name: 'n', type: 'integer' }] }] };
+  await db.transaction((tx) => tx.execute('SELECT powersync_replace_schema(?)', [JSON.stringify(schema)]));
+  const heard = [];
+  db.onTablesChanged((tables) => heard.push(...tables));
+  await db.control('start', null);
+  const s = benchmarkStream(3_000);
+  await feed(db, [s.checkpoint, ...s.data, s.complete], false);
+  assert.equal((await db.get('SELECT count(*) AS n FROM thisisatable')).n, 3_000);
+  assert.deepEqual(await db.get("SELECT n FROM thisisatable WHERE id = 'thisismyrowid42'"), { n: 42 });
+  assert.equal((await db.get('SELECT count(*) AS n FROM ps_untyped')).n, 0);
+  assert.ok(heard.includes('ps_data__thisisatable'), JSON.stringify([...new Set(heard)]));
+  await db.close();
+});
+
 test('the module reports its SQLite and oplite versions', async () => {
   const db = await fresh();
   assert.match(sqliteVersion(), /^3\.\d+\.\d+$/);

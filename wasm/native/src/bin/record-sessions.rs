@@ -106,7 +106,7 @@ impl Recorder {
         self.steps.push(json!({"call": {"sql": sql}, "expect": {"sql": "ok"}}));
     }
 
-    /// Every ps_ table, rows sorted; timestamps and the client id left out.
+    /// Every ps_ table, rows sorted; timestamps, the client id and random tokens left out.
     fn tables(&self) -> Value {
         let mut names: Vec<String> = self
             .db
@@ -130,7 +130,9 @@ fn dump_query(db: &Connection, table: &str) -> String {
     let n: usize = db.prepare(&format!("SELECT * FROM {table}")).unwrap().column_count();
     let order = (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
     match table {
-        "ps_kv" => format!("SELECT * FROM ps_kv WHERE key != 'client_id' ORDER BY {order}"),
+        // client_id is fixed by the session; oplite_sync_iteration is a
+        // random token per sync iteration.
+        "ps_kv" => format!("SELECT * FROM ps_kv WHERE key NOT IN ('client_id', 'oplite_sync_iteration') ORDER BY {order}"),
         "ps_sync_state" => "SELECT priority FROM ps_sync_state ORDER BY 1".to_owned(),
         "ps_stream_subscriptions" => format!("SELECT * FROM {table} ORDER BY {order}"),
         _ => format!("SELECT * FROM {table} ORDER BY {order}"),
