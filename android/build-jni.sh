@@ -51,6 +51,15 @@ cp "$REPO_ROOT/include/oplite.h" "$module/include/"
 printf '{\n  "schema_version": 2,\n  "name": "oplite",\n  "version": "%s",\n  "dependencies": []\n}\n' "$version" >"$OUT/prefab/prefab.json"
 printf '{\n  "export_libraries": [],\n  "library_name": "liboplite"\n}\n' >"$module/module.json"
 
+# The NDK cargo-ndk uses (ANDROID_NDK_HOME, else the newest under
+# ANDROID_HOME/ndk), for the "ndk" field of prefab's abi.json.
+ndk_dir="${ANDROID_NDK_HOME:-}"
+if [[ -z $ndk_dir && -n ${ANDROID_HOME:-} ]]; then
+    ndk_dir="$(ls -d "$ANDROID_HOME"/ndk/*/ 2>/dev/null | sort -V | tail -n1)"
+fi
+ndk_major="$(sed -n 's/^Pkg.Revision *= *\([0-9]*\).*/\1/p' "${ndk_dir:-/nonexistent}/source.properties" 2>/dev/null || true)"
+[[ -n $ndk_major ]] || { echo "[build-jni] cannot find the NDK: set ANDROID_NDK_HOME or ANDROID_HOME" >&2; exit 1; }
+
 cd "$REPO_ROOT"
 IFS=, read -r -a abis <<<"$ABIS"
 for abi in "${abis[@]}"; do
@@ -67,9 +76,8 @@ for abi in "${abis[@]}"; do
     mkdir -p "$OUT/jniLibs/$abi" "$module/libs/android.$abi"
     cp "$so" "$OUT/jniLibs/$abi/liboplite.so"
     cp "$so" "$module/libs/android.$abi/liboplite.so"
-    ndk_major="$(sed -n 's/^Pkg.Revision *= *\([0-9]*\).*/\1/p' "${ANDROID_NDK_HOME:-/nonexistent}/source.properties" 2>/dev/null || true)"
     printf '{\n  "abi": "%s",\n  "api": %s,\n  "ndk": %s,\n  "stl": "none",\n  "static": false\n}\n' \
-        "$abi" "$API" "${ndk_major:-28}" >"$module/libs/android.$abi/abi.json"
+        "$abi" "$API" "$ndk_major" >"$module/libs/android.$abi/abi.json"
     bash "$HERE/check-so.sh" "$OUT/jniLibs/$abi/liboplite.so"
 done
 echo "[build-jni] done: $OUT/jniLibs and $OUT/prefab"

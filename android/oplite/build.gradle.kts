@@ -64,9 +64,12 @@ val cargoBuild by tasks.registering(Exec::class) {
     commandLine("bash", repoRoot.resolve("android/build-jni.sh").path, out.path)
     environment("OPLITE_ANDROID_API", android.defaultConfig.minSdk.toString())
     (findProperty("oplite.abis") as String?)?.let { environment("OPLITE_ANDROID_ABIS", it) }
-    if (System.getenv("ANDROID_NDK_HOME") == null) {
-        // The NDK that Android Studio / sdkmanager installed for this project.
-        environment("ANDROID_NDK_HOME", android.ndkDirectory.path)
+    // cargo-ndk finds the NDK through ANDROID_NDK_HOME, or the newest one in
+    // ANDROID_HOME/ndk; Android Studio only writes the SDK to local.properties.
+    if (System.getenv("ANDROID_NDK_HOME") == null && System.getenv("ANDROID_HOME") == null) {
+        val localProperties = java.util.Properties()
+        rootProject.file("local.properties").takeIf { it.exists() }?.reader()?.use { localProperties.load(it) }
+        localProperties.getProperty("sdk.dir")?.let { environment("ANDROID_HOME", it) }
     }
     inputs.dir(repoRoot.resolve("extension/src"))
     inputs.dir(repoRoot.resolve("sql"))
