@@ -15,6 +15,14 @@
 #   differential_sync    loads the reference PowerSync core (x86_64 .so)
 # A new file in extension/tests/ runs here automatically.
 #
+# Then the static library as an app links it: scripts/build-mobile.sh
+# builds it for aarch64-unknown-linux-gnu as for Android (profile `mobile`,
+# internals hidden, checked; no outline atomics, as on Android), and scripts/static-link-test.c,
+# compiled with aarch64-linux-gnu-gcc against SQLite's amalgamation (the one
+# rusqlite bundles) and include/oplite.h, calls oplite_auto_extension() and
+# the entry point and runs SQL under qemu. OPLITE_SKIP_ARM64_STATIC=1 skips
+# this part.
+#
 # Usage: scripts/test-arm64.sh [extra args for the test binaries]
 #   e.g. scripts/test-arm64.sh --test-threads=1
 # Output goes to target/arm64 (its own target dir: std is built for this
@@ -67,3 +75,28 @@ env \
         --lib "${tests[@]}" \
         -- "$@"
 echo "[test-arm64] built and ran in $((SECONDS - start))s"
+
+[[ -z ${OPLITE_SKIP_ARM64_STATIC:-} ]] || exit 0
+start=$SECONDS
+# Without outline atomics, like aarch64-linux-android: the GNU target calls
+# __aarch64_* helpers and std's LSE initialiser calls compiler_builtins'
+# __rust_enable_lse, which build-mobile.sh drops (it would fail the build).
+CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-Ctarget-feature=-outline-atomics" \
+    bash "$SCRIPT_DIR/build-mobile.sh" "$TARGET"
+archive="$REPO_ROOT/target/mobile/dist/$TARGET/liboplite.a"
+# SQLite's amalgamation from the libsqlite3-sys crate the tests just used.
+sys_manifest="$(/usr/bin/cargo metadata --format-version 1 --manifest-path "$REPO_ROOT/Cargo.toml" \
+    | grep -o '"manifest_path":"[^"]*/libsqlite3-sys-[^"]*/Cargo.toml"' | head -n1 | sed 's/^"manifest_path":"//; s/"$//')"
+amalgamation="$(dirname "$sys_manifest")/sqlite3"
+[[ -f $amalgamation/sqlite3.c ]] || { echo "[test-arm64] no sqlite3.c in $amalgamation" >&2; exit 1; }
+out="$REPO_ROOT/target/arm64/static-link-test"
+mkdir -p "$out"
+if [[ ! -f $out/sqlite3.o || $amalgamation/sqlite3.c -nt $out/sqlite3.o ]]; then
+    aarch64-linux-gnu-gcc -O1 -c "$amalgamation/sqlite3.c" -o "$out/sqlite3.o"
+fi
+# The libraries rustc names for this target (--print native-static-libs).
+aarch64-linux-gnu-gcc -O1 -Wall -Werror -I "$amalgamation" -I "$REPO_ROOT/include" \
+    "$SCRIPT_DIR/static-link-test.c" "$out/sqlite3.o" "$archive" \
+    -lgcc_s -lpthread -lm -ldl -o "$out/static-link-test"
+qemu-aarch64-static -L /usr/aarch64-linux-gnu "$out/static-link-test"
+echo "[test-arm64] static library linked from C and ran in $((SECONDS - start))s"
