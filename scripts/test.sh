@@ -2,8 +2,10 @@
 # Runs every test of oplite on this machine, installing what they need first.
 # This is the README's test command and what .ci/run runs.
 #   scripts/test.sh            # everything
-#   OPLITE_SKIP_WASM=1 scripts/test.sh   # skip the wasm32 build check
+#   OPLITE_SKIP_WASM=1 scripts/test.sh   # skip the wasm32 build and the web package tests
 #   OPLITE_SKIP_FUZZ=1, OPLITE_SKIP_MEMCHECK=1   # skip libFuzzer, valgrind
+#   OPLITE_SKIP_MOBILE=1 scripts/test.sh # skip the Android/iOS static libraries
+#   OPLITE_SKIP_ARM64=1 scripts/test.sh  # skip the ARM64 tests under qemu
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -50,6 +52,18 @@ fi
 if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
   step "building the extension for wasm32-unknown-unknown"
   bash scripts/build-wasm.sh oplite --no-default-features --features static
+  step "web package: build, Node tests, Chromium tests (scripts/test-wasm.sh)"
+  bash scripts/test-wasm.sh
+fi
+
+if [[ -z ${OPLITE_SKIP_MOBILE:-} ]]; then
+  step "building the Android and iOS static libraries, checking their symbols"
+  bash scripts/build-mobile.sh
+fi
+
+if [[ -z ${OPLITE_SKIP_ARM64:-} ]]; then
+  step "ARM64: the extension's tests and the static library under qemu"
+  bash scripts/test-arm64.sh
 fi
 
 step "done"

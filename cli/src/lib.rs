@@ -11,8 +11,8 @@
 //!   connector's requests.
 //! - [`sync`]: the loop: reconnects, credentials, uploads, progress.
 //! - [`credentials`]: tokens from a flag, a command or a function.
-//! - [`local`]: local writes as the schema's triggers record them (for
-//!   tests and the demo until the schema lands on this branch).
+//! - [`local`]: local writes as an app makes them, through the schema's
+//!   views (for the demo and the tests).
 //! - [`demo`]: `oplite demo`: the loopback service and a 1M-op sync.
 
 pub mod credentials;

@@ -13,8 +13,7 @@
 //! - `ps_kv.target_checkpoint_request_id` becomes i64::MAX, and the last
 //!   seen / applied checkpoint request ids are deleted.
 //!
-//! The demo and the end-to-end tests use it; the schema engineer's triggers
-//! replace the second path for typed tables.
+//! The demo and the end-to-end tests use it.
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;

@@ -68,6 +68,10 @@ struct SyncArgs {
     /// Longest silence on the stream, in seconds, before reconnecting.
     #[arg(long, default_value_t = 90.0)]
     read_timeout: f64,
+    /// How sync_local applies checkpoints: auto, incremental or
+    /// from_scratch (oplite_sync_local_strategy).
+    #[arg(long, default_value = "auto")]
+    strategy: String,
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -152,6 +156,11 @@ fn sync(args: SyncArgs) -> Result<(), Error> {
                 "oplite: warning: this build has no powersync_replace_schema yet; --schema is ignored and synced rows are kept in ps_untyped"
             );
         }
+    }
+    if args.strategy != "auto" {
+        db.conn()
+            .query_row("SELECT oplite_sync_local_strategy(?1)", [&args.strategy], |_| Ok(()))
+            .map_err(|e| Error::Usage(format!("--strategy: {e}")))?;
     }
     let mut options = SyncOptions::new(args.endpoint, credentials);
     options.upload_url = args.upload_url;

@@ -186,7 +186,17 @@ struct Session<'a> {
     upload_retry_at: Option<Instant>,
     upload_backoff: Backoff,
     started: Instant,
+    /// Connections in a row that ended with a line the engine refused
+    /// (reset when a checkpoint is applied).
+    refused_lines: u32,
+    /// The last refusal's message.
+    last_refusal: String,
 }
+
+/// After this many connections in a row end with a refused line, the
+/// error is taken as persistent (a bug or a broken database, not a bad
+/// line in transit) and the run fails instead of retrying forever.
+pub const MAX_REFUSED_LINES: u32 = 5;
 
 /// What to do after the stream closed.
 enum Reconnect {
@@ -261,6 +271,7 @@ impl<'a> Session<'a> {
                 Instruction::FlushFileSystem => {}
                 Instruction::DidCompleteSync { applied_checkpoint_request_id } => {
                     self.summary.checkpoints += 1;
+                    self.refused_lines = 0;
                     if self.summary.first_sync_seconds.is_none() {
                         if let Some(first) = self.first_line_at {
                             self.summary.first_sync_seconds = Some(first.elapsed().as_secs_f64());
@@ -454,6 +465,8 @@ impl<'a> Session<'a> {
             Ok(instructions) => Ok(Some(instructions)),
             Err(Error::Engine(message)) => {
                 self.summary.failed_connections += 1;
+                self.refused_lines += 1;
+                self.last_refusal = message.clone();
                 self.warn(format!("the engine refused a line: {message}; reconnecting"));
                 // The reference ends the iteration on such an error; oplite
                 // keeps it. Stopping covers both (a stop without an
@@ -514,16 +527,28 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
         upload_retry_at: None,
         upload_backoff: options.backoff.clone(),
         started,
+        refused_lines: 0,
+        last_refusal: String::new(),
     };
     let mut backoff = options.backoff.clone();
     let result = (|| -> Result<(), Error> {
         // Local writes made while offline go first.
         session.maybe_upload()?;
         while !session.done && !session.cancelled() {
-            let lines_before = session.summary.lines;
+            let (lines_before, failed_before, checkpoints_before) =
+                (session.summary.lines, session.summary.failed_connections, session.summary.checkpoints);
             let reconnect = session.connect_once()?;
-            if session.summary.lines > lines_before {
+            // Progress resets the delay: a checkpoint applied, or lines
+            // received on a connection that did not fail.
+            let failed = session.summary.failed_connections > failed_before;
+            if session.summary.checkpoints > checkpoints_before || (session.summary.lines > lines_before && !failed) {
                 backoff.reset();
+            }
+            if session.refused_lines >= MAX_REFUSED_LINES {
+                return Err(Error::Engine(format!(
+                    "giving up after {MAX_REFUSED_LINES} connections in a row ended with a refused line: {}",
+                    session.last_refusal
+                )));
             }
             if session.done || session.cancelled() {
                 break;

@@ -288,6 +288,68 @@ fn a_line_the_engine_refuses_ends_the_connection_and_the_loop_reconnects() {
     }
 }
 
+#[test]
+fn a_line_refused_again_and_again_ends_the_run_with_the_error() {
+    let dir = scratch("garbage-always");
+    let service = generated(StreamSpec::benchmark(100));
+    for _ in 0..10 {
+        service.corrupt_next_stream_after(1);
+    }
+    let db = Database::open(&dir.join("app.db")).unwrap();
+    match oplite_cli::run(&db, &options(&service, dev())) {
+        Err(Error::Engine(message)) => assert!(message.contains("giving up after 5"), "{message}"),
+        other => panic!("expected the engine's error, got {other:?}"),
+    }
+    assert_eq!(service.stats().streams, 5);
+}
+
+#[test]
+fn local_writes_through_the_schema_views_are_uploaded_and_confirmed() {
+    let dir = scratch("schema-round-trip");
+    let service = service(Dataset::Buckets(recorded::buckets_from_lines(&recorded::todo_list_lines())));
+    let db = Database::open(&dir.join("todo.db")).unwrap();
+    let schema = recorded::todo_list_schema().to_string();
+    if db.replace_schema(&schema).unwrap() == oplite_cli::engine::SchemaOutcome::Unsupported {
+        eprintln!("skipped: this build has no powersync_replace_schema");
+        return;
+    }
+    oplite_cli::run(&db, &options(&service, dev())).unwrap();
+    let conn = db.conn();
+    assert_eq!(count(conn, "SELECT count(*) FROM todos"), 4);
+
+    // Through the views: the schema's triggers queue the uploads.
+    local::write(conn, "todos", "t9", &LocalWrite::Put(local::columns(json!({"list_id": "l1", "description": "Eggs", "completed": 0})))).unwrap();
+    local::write(conn, "todos", "t1", &LocalWrite::Patch(local::columns(json!({"completed": 1})))).unwrap();
+    local::write(conn, "todos", "t4", &LocalWrite::Delete).unwrap();
+    assert_eq!(count(conn, "SELECT count(*) FROM ps_crud"), 3);
+    assert_eq!(count(conn, "SELECT count(*) FROM todos"), 4);
+
+    let summary = oplite_cli::run(&db, &options(&service, dev())).unwrap();
+    assert_eq!(summary.uploaded, 3);
+    assert_eq!(summary.confirmed_write_checkpoint, Some(1));
+    assert_eq!(count(conn, "SELECT count(*) FROM ps_crud"), 0);
+    let todos: Vec<(String, String, i64)> = conn
+        .prepare("SELECT id, description, completed FROM todos ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        todos,
+        vec![
+            ("t1".to_owned(), "Milk".to_owned(), 1),
+            ("t2".to_owned(), "Bread".to_owned(), 1),
+            ("t5".to_owned(), "Review".to_owned(), 0),
+            ("t9".to_owned(), "Eggs".to_owned(), 0),
+        ]
+    );
+    // The service holds what was uploaded.
+    let rows = service.uploaded_rows();
+    assert_eq!(rows[&("todos".to_owned(), "t9".to_owned())], Some(json!({"list_id": "l1", "description": "Eggs", "completed": 0})));
+    assert_eq!(rows[&("todos".to_owned(), "t4".to_owned())], None);
+}
+
 /// Tokens from the service: the first with `first_ttl`, later ones valid
 /// for an hour; counts how many were asked for.
 fn issued_tokens(service: &TestService, first_ttl: Duration) -> (TokenSource, Arc<AtomicUsize>) {
@@ -479,6 +541,22 @@ fn the_binary_keeps_syncing_until_interrupted_and_then_reports() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     assert!(stdout.contains("1,000 downloaded into 10 buckets"), "{stdout}");
+}
+
+#[test]
+fn the_binary_passes_a_forced_strategy_to_the_engine_and_reports_it() {
+    let dir = scratch("binary-strategy");
+    let service = generated(StreamSpec::benchmark(1_000));
+    let output = oplite()
+        .args(["sync", "--once", "--no-progress", "--timeout", "60", "--strategy", "incremental"])
+        .args(["--endpoint", &service.url(), "--token", "dev"])
+        .arg("--db")
+        .arg(dir.join("app.db"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("strategy    incremental"), "{stdout}");
 }
 
 #[test]

@@ -10,6 +10,12 @@
 //!
 //! Prints markdown tables: the median of several runs per cell and the
 //! multiplier against the plain table. Nothing here asserts on time.
+//!
+//! For profiling: `OPLITE_BENCH_ONLY=<plain|floor|oplite|reference>` runs the
+//! other targets once only; `OPLITE_BENCH_SKIP_AUTOCOMMIT=1` skips the slow
+//! autocommit rows; `views profile <target>` runs one in-transaction write
+//! round on one target (`OPLITE_BENCH_INSERT_ONLY=1`: inserts only), e.g.
+//! under `valgrind --tool=callgrind` or `perf record`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -476,6 +482,56 @@ fn read_bench() {
     println!();
 }
 
+// ---------------------------------------------------------------------------
+// Applying synced rows (the interface sync_local writes through).
+
+/// Times writing every order into `orders` with oplite's RowWriter and with
+/// the set-wise SQL, for typed storage and for the JSON layout.
+fn apply_bench() {
+    let n = orders_count();
+    println!("## Applying synced rows ({n} orders)\n");
+    println!("| layout | RowWriter::put, one row at a time | upsert_from_select_sql, set-wise |");
+    println!("|---|---|---|");
+    for (layout, option) in [("typed (default)", ""), ("JSON (oplite_json_storage)", r#""oplite_json_storage":true,"#)] {
+        let schema = READ_SCHEMA.replace(r#"{"name":"orders","#, &format!(r#"{{"name":"orders",{option}"#));
+        let mut row_times = Vec::new();
+        let mut set_times = Vec::new();
+        for _ in 0..3 {
+            let db = open(Target::Oplite, "apply.db", "NORMAL");
+            replace_schema(&db, &schema);
+            db.execute_batch("CREATE TEMP TABLE staging(id TEXT, data TEXT)").unwrap();
+            db.execute_batch("BEGIN").unwrap();
+            {
+                let mut insert = db.prepare("INSERT INTO staging VALUES (?1, ?2)").unwrap();
+                for i in 0..n {
+                    let (id, data) = order(i);
+                    insert.execute([id, data]).unwrap();
+                }
+            }
+            db.execute_batch("COMMIT").unwrap();
+            let rows: Vec<(String, String)> = (0..n).map(order).collect();
+            let tables = oplite::schema::DataTables::load(&db).unwrap();
+            let start = Instant::now();
+            db.execute_batch("BEGIN").unwrap();
+            {
+                let mut writer = tables.writer(&db).unwrap();
+                for (id, data) in &rows {
+                    writer.put("orders", id, data).unwrap();
+                }
+            }
+            db.execute_batch("COMMIT").unwrap();
+            row_times.push(start.elapsed());
+            db.execute_batch("DELETE FROM ps_data__orders").unwrap();
+            let sql = tables.upsert_from_select_sql("orders", "SELECT id, data FROM staging").unwrap();
+            let start = Instant::now();
+            db.execute_batch(&format!("BEGIN; {sql}; COMMIT;")).unwrap();
+            set_times.push(start.elapsed());
+        }
+        println!("| {layout} | {} | {} |", ms(median(row_times)), ms(median(set_times)));
+    }
+    println!();
+}
+
 fn main() {
     // `cargo bench` passes --bench; a filter argument picks one section.
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
@@ -497,5 +553,8 @@ fn main() {
     }
     if wants("reads") {
         read_bench();
+    }
+    if wants("apply") {
+        apply_bench();
     }
 }

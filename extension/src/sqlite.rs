@@ -149,13 +149,24 @@ unsafe extern "C" fn call_function(ctx: *mut ffi::sqlite3_context, argc: c_int, 
     // destroy_function runs.
     let function = unsafe { &*ffi::sqlite3_user_data(ctx).cast::<RegisteredFunction>() };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: argv holds argc values that live for this call.
-        let args: Vec<ValueRef<'_>> = (0..argc.max(0) as usize)
-            .map(|i| unsafe { value_ref(*argv.add(i)) })
-            .collect();
+        // Functions run once per row from triggers: most calls keep their
+        // arguments on the stack instead of allocating.
+        let argc = argc.max(0) as usize;
+        let mut on_stack = [ValueRef::Null; 64];
+        let mut on_heap = Vec::new();
+        let args: &mut [ValueRef<'_>] = if argc <= on_stack.len() {
+            &mut on_stack[..argc]
+        } else {
+            on_heap.resize(argc, ValueRef::Null);
+            &mut on_heap
+        };
+        for (i, arg) in args.iter_mut().enumerate() {
+            // SAFETY: argv holds argc values that live for this call.
+            *arg = unsafe { value_ref(*argv.add(i)) };
+        }
         // SAFETY: ctx is the live context of this call.
         let call = CallContext { handle: unsafe { ffi::sqlite3_context_db_handle(ctx) }, connection: OnceCell::new() };
-        (function.body)(&call, &args)
+        (function.body)(&call, args)
     }));
     let result = outcome.unwrap_or_else(|panic| Err(panic_error(function.name, panic)));
     // SAFETY: ctx is the live context of this call.

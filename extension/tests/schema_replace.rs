@@ -28,10 +28,11 @@ fn typed_tables_keep_values_as_they_arrived() {
     let db = oplite_initialised();
     replace_schema(&db, ITEMS).unwrap();
     sync_rows(&db, &[("items", "a", Some(r#"{"name":"x","n":"12","extra":{"k":[1, 2]}}"#))]);
-    // Stored as it came: the text "12" stays text, the undeclared field is kept.
+    // Stored as it came: the text "12" stays text, the undeclared field is
+    // kept as it was written.
     assert_eq!(
         rows(&db, "SELECT id, name, n, typeof(n), ps_undeclared FROM ps_data__items"),
-        vec![vec![text("a"), text("x"), text("12"), text("text"), text(r#"{"extra":{"k":[1,2]}}"#)]]
+        vec![vec![text("a"), text("x"), text("12"), text("text"), text(r#"{"extra":{"k":[1, 2]}}"#)]]
     );
     // The view casts, as the reference's view does.
     assert_eq!(rows(&db, "SELECT id, name, n, typeof(n) FROM items"), vec![vec![text("a"), text("x"), Value::Integer(12), text("integer")]]);

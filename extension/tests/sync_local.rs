@@ -56,9 +56,21 @@ fn no_query_plan_uses_a_temporary_b_tree() {
     }
 }
 
-/// Running bucket checksums of a test stream, as the server would send them.
-#[derive(Default)]
-struct Checksums([u32; 10]);
+/// Running bucket checksums of a test stream, as the server would send them
+/// (10 buckets unless built with [`Checksums::buckets`]).
+struct Checksums(Vec<u32>);
+
+impl Default for Checksums {
+    fn default() -> Self {
+        Checksums::buckets(10)
+    }
+}
+
+impl Checksums {
+    fn buckets(n: usize) -> Self {
+        Checksums(vec![0; n])
+    }
+}
 
 /// Stores `n` ops (rows spread over 10 buckets), leaving the checkpoint
 /// pending; returns the completing line.
@@ -68,7 +80,7 @@ fn stored(db: &Connection, sums: &mut Checksums, n: usize, first_op: usize, rows
         .map(|i| {
             let op_id = first_op + i;
             let row = i % rows;
-            let bucket = row % 10;
+            let bucket = row % checksums.len();
             checksums[bucket] = checksums[bucket].wrapping_add(op_id as u32);
             (bucket, json!({"op_id": op_id.to_string(), "op": "PUT", "object_type": "t",
                             "object_id": format!("row{row}"), "checksum": op_id as u32,
@@ -76,9 +88,9 @@ fn stored(db: &Connection, sums: &mut Checksums, n: usize, first_op: usize, rows
         })
         .collect();
     let checkpoint = json!({"checkpoint": {"last_op_id": (first_op + n - 1).to_string(), "buckets":
-        (0..10).map(|b| json!({"bucket": format!("b{b}"), "checksum": sums.0[b]})).collect::<Vec<_>>()}});
+        (0..sums.0.len()).map(|b| json!({"bucket": format!("b{b}"), "checksum": sums.0[b]})).collect::<Vec<_>>()}});
     control(db, "line_text", &checkpoint.to_string());
-    for bucket in 0..10 {
+    for bucket in 0..sums.0.len() {
         let data: Vec<&Value> = ops.iter().filter(|(b, _)| *b == bucket).map(|(_, op)| op).collect();
         for chunk in data.chunks(1000) {
             let line = json!({"data": {"bucket": format!("b{bucket}"), "data": chunk}});
@@ -122,6 +134,22 @@ fn from_scratch_writes_no_temp_pages_on_a_200k_op_apply() {
     assert_eq!(last_apply(&db)["strategy"], "from_scratch");
     let rows: i64 = db.query_row("SELECT count(*) FROM ps_untyped", [], |r| r.get(0)).unwrap();
     assert_eq!(rows, 200_000);
+
+    // 1000 buckets: the bookkeeping updates of every bucket row must not
+    // spill a statement journal either.
+    let mut wide = Checksums::buckets(1000);
+    let db2_path = dir.join("wide.db");
+    let db2 = Connection::open(&db2_path).unwrap();
+    db2.execute_batch("PRAGMA cache_size = -2000; PRAGMA temp_store = FILE;").unwrap();
+    oplite::register(&db2).unwrap();
+    common::init(&db2);
+    control(&db2, "start", "{}");
+    let complete2 = stored(&db2, &mut wide, 50_000, 1, 50_000);
+    counting_vfs::reset();
+    let out = control(&db2, "line_text", &complete2.to_string());
+    assert!(out.contains("DidCompleteSync"), "{out}");
+    assert_eq!(counting_vfs::temp_bytes_written(), 0, "1000-bucket apply wrote temp files");
+    drop(db2);
 
     // The incremental query over a second batch: no temp files either.
     db.query_row("SELECT oplite_sync_local_strategy('incremental')", [], |_| Ok(())).unwrap();

@@ -191,6 +191,32 @@ impl StreamSpec {
         (0..self.bucket_count()).map(|b| self.entry(b)).collect()
     }
 
+    /// The app schema for these rows (`powersync_replace_schema`): one table
+    /// named [`ROW_TYPE`] with the columns of the row shape.
+    pub fn schema(&self) -> Value {
+        let columns: Vec<Value> = match self.rows {
+            RowShape::Small => vec![serde_json::json!({"name": "n", "type": "integer"})],
+            RowShape::Wide => [
+                ("n", "integer"),
+                ("name", "text"),
+                ("description", "text"),
+                ("price", "real"),
+                ("quantity", "integer"),
+                ("active", "integer"),
+                ("category", "text"),
+                ("created_at", "text"),
+                ("updated_at", "text"),
+                ("owner_id", "text"),
+                ("score", "real"),
+                ("notes", "text"),
+            ]
+            .iter()
+            .map(|(name, kind)| serde_json::json!({"name": name, "type": kind}))
+            .collect(),
+        };
+        serde_json::json!({"tables": [{"name": ROW_TYPE, "columns": columns}]})
+    }
+
     /// The JSON text of op `n`'s row.
     pub fn row_data(&self, n: u64) -> String {
         match self.rows {
@@ -392,6 +418,13 @@ mod tests {
         let spec = StreamSpec::wide(10);
         let row: Value = serde_json::from_str(&spec.row_data(3)).unwrap();
         assert_eq!(row.as_object().unwrap().len(), 12);
+        let columns = spec.schema()["tables"][0]["columns"].as_array().unwrap().clone();
+        let names: Vec<&str> = columns.iter().map(|c| c["name"].as_str().unwrap()).collect();
+        let mut keys: Vec<&str> = row.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        keys.sort();
+        assert_eq!(sorted, keys, "the schema lists every column of a wide row");
         assert_eq!(spec.row_data(3), StreamSpec::wide(10).row_data(3));
     }
 

@@ -16,7 +16,9 @@
 //!   into a plain `(id TEXT PRIMARY KEY, data TEXT)` table in one
 //!   transaction.
 //!
-//! and times from the first line to the rows being visible: storing the
+//! and times from the first line to the rows being visible in the app's
+//! table (the shape's schema is installed in both cores; `--no-schema`
+//! leaves rows in `ps_untyped`): storing the
 //! lines (every call but the last) and applying (the `checkpoint_complete`
 //! call). Each call runs in its own transaction on a WAL file database, as
 //! the `oplite` host does. Generating the lines is not timed. Every run is a
@@ -116,6 +118,7 @@ fn parent(args: &[String]) -> Result<(), String> {
     let mut encodings = vec![Encoding::Json, Encoding::Bson];
     let mut engines = vec![Engine::Oplite, Engine::OpliteHttp, Engine::Reference, Engine::Plain];
     let mut shape = "benchmark".to_owned();
+    let mut schema = true;
     let mut dir = std::env::temp_dir().join(format!("oplite-bench-{}", std::process::id()));
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -126,9 +129,10 @@ fn parent(args: &[String]) -> Result<(), String> {
             "--encodings" => encodings = list(&value()?, encoding, "--encodings")?,
             "--engines" => engines = list(&value()?, Engine::parse, "--engines")?,
             "--shape" => shape = value()?,
+            "--no-schema" => schema = false,
             "--dir" => dir = PathBuf::from(value()?),
             "-h" | "--help" => {
-                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-http,reference,plain] [--shape benchmark] [--dir DIR]");
+                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-http,reference,plain] [--shape benchmark] [--no-schema] [--dir DIR]");
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other:?}")),
@@ -149,7 +153,10 @@ fn parent(args: &[String]) -> Result<(), String> {
                 for i in 0..runs {
                     let db = dir.join(format!("{}-{}-{size}-{i}.db", engine.name(), encoding_name(enc)));
                     let mut command = Command::new(&exe);
-                    command.args(["--child", engine.name(), encoding_name(enc), &size.to_string(), &shape]).arg(&db);
+                    command
+                        .args(["--child", engine.name(), encoding_name(enc), &size.to_string(), &shape])
+                        .arg(&db)
+                        .arg(if schema { "schema" } else { "untyped" });
                     if let Some(reference) = &reference {
                         command.env("REFERENCE_CORE", reference);
                     }
@@ -187,7 +194,7 @@ fn parent(args: &[String]) -> Result<(), String> {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-    print_table(&results, runs, &shape);
+    print_table(&results, runs, &shape, schema);
     Ok(())
 }
 
@@ -213,9 +220,12 @@ fn median_run(samples: &[Run]) -> Run {
     }
 }
 
-fn print_table(results: &[(u64, Encoding, Engine, Run)], runs: usize, shape: &str) {
+fn print_table(results: &[(u64, Encoding, Engine, Run)], runs: usize, shape: &str, schema: bool) {
     println!("End to end, {shape} shape (10 buckets, lines of 1000 ops), file database in WAL mode, medians of {runs} runs.");
-    println!("Time is from the first line to the rows being visible; generating the lines is not included.\n");
+    println!(
+        "Time is from the first line to the rows being visible {}; generating the lines is not included.\n",
+        if schema { "in the app's table (the shape's schema installed in both cores)" } else { "(no schema: ps_untyped)" }
+    );
     println!("| ops | lines | engine | store lines (s) | apply (s) | total (s) | vs reference | vs plain SQLite | peak RSS | database |");
     println!("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
     let total = |r: &Run| r.store + r.apply;
@@ -271,9 +281,10 @@ fn file_size(path: &Path) -> u64 {
 }
 
 fn child(args: &[String]) -> Result<(), String> {
-    let [engine, enc, size, shape, db] = args else {
-        return Err("usage: --child ENGINE ENCODING OPS SHAPE DB".into());
+    let [engine, enc, size, shape, db, layout] = args else {
+        return Err("usage: --child ENGINE ENCODING OPS SHAPE DB schema|untyped".into());
     };
+    let schema = layout == "schema";
     let engine = Engine::parse(engine).ok_or("bad engine")?;
     let enc = encoding(enc).ok_or("bad encoding")?;
     let size: u64 = size.parse().map_err(|e| format!("ops: {e}"))?;
@@ -286,7 +297,7 @@ fn child(args: &[String]) -> Result<(), String> {
     let lines = spec.lines(enc, &HashMap::new());
     let (store, apply, rows) = match engine {
         Engine::Plain => plain(&conn, enc, lines)?,
-        Engine::OpliteHttp => http(&db_path, enc, &spec)?,
+        Engine::OpliteHttp => http(&db_path, enc, &spec, schema)?,
         Engine::Oplite | Engine::Reference => {
             if engine == Engine::Oplite {
                 oplite::register(&conn).map_err(|e| e.to_string())?;
@@ -297,7 +308,7 @@ fn child(args: &[String]) -> Result<(), String> {
                     conn.load_extension(PathBuf::from(path), Some("sqlite3_powersync_init")).map_err(|e| e.to_string())?;
                 }
             }
-            core(&conn, enc, lines)?
+            core(&conn, enc, lines, schema.then(|| spec.schema().to_string()))?
         }
     };
     if rows != spec.row_count() {
@@ -313,7 +324,12 @@ fn child(args: &[String]) -> Result<(), String> {
 }
 
 /// Feeds the lines through powersync_control, one transaction per call.
-fn core(conn: &Connection, enc: Encoding, lines: impl Iterator<Item = Vec<u8>>) -> Result<(f64, f64, u64), String> {
+fn core(
+    conn: &Connection,
+    enc: Encoding,
+    lines: impl Iterator<Item = Vec<u8>>,
+    schema: Option<String>,
+) -> Result<(f64, f64, u64), String> {
     let call = |op: &str, payload: rusqlite::types::Value| -> Result<Duration, String> {
         let started = Instant::now();
         conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| e.to_string())?;
@@ -329,6 +345,12 @@ fn core(conn: &Connection, enc: Encoding, lines: impl Iterator<Item = Vec<u8>>) 
         Ok(started.elapsed())
     };
     conn.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").map_err(|e| e.to_string())?;
+    if let Some(schema) = &schema {
+        conn.execute_batch("BEGIN").map_err(|e| e.to_string())?;
+        conn.query_row("SELECT powersync_replace_schema(?1)", [schema], |_| Ok(()))
+            .map_err(|e| format!("powersync_replace_schema: {e}"))?;
+        conn.execute_batch("COMMIT").map_err(|e| e.to_string())?;
+    }
     call("start", rusqlite::types::Value::Null)?;
     let mut lines = lines.peekable();
     let (mut store, mut apply) = (Duration::ZERO, Duration::ZERO);
@@ -346,8 +368,11 @@ fn core(conn: &Connection, enc: Encoding, lines: impl Iterator<Item = Vec<u8>>) 
         }
     }
     let rows: i64 = conn
-        // No schema is installed: rows of every type are in ps_untyped.
-        .query_row("SELECT count(*) FROM ps_untyped", [], |r| r.get(0))
+        .query_row(
+            if schema.is_some() { "SELECT count(*) FROM thisisatable" } else { "SELECT count(*) FROM ps_untyped" },
+            [],
+            |r| r.get(0),
+        )
         .map_err(|e| e.to_string())?;
     Ok((store.as_secs_f64(), apply.as_secs_f64(), rows as u64))
 }
@@ -355,15 +380,20 @@ fn core(conn: &Connection, enc: Encoding, lines: impl Iterator<Item = Vec<u8>>) 
 /// The whole host: the loopback service serves the stream over HTTP, the
 /// `oplite` sync loop stores and applies it. Timed from the first line
 /// received to the applied checkpoint; the service runs in this process.
-fn http(db_path: &Path, enc: Encoding, spec: &StreamSpec) -> Result<(f64, f64, u64), String> {
+fn http(db_path: &Path, enc: Encoding, spec: &StreamSpec, schema: bool) -> Result<(f64, f64, u64), String> {
     use oplite_test_server::{Dataset, ServiceOptions, TestService};
     let service = TestService::start(ServiceOptions::new(Dataset::Generated(spec.clone()))).map_err(|e| e.to_string())?;
     let db = oplite_cli::Database::open(db_path).map_err(|e| e.to_string())?;
+    if schema {
+        db.replace_schema(&spec.schema().to_string()).map_err(|e| e.to_string())?;
+    }
     let mut options = oplite_cli::SyncOptions::new(service.url(), oplite_cli::TokenSource::Fixed("dev".into()));
     options.binary = enc == Encoding::Bson;
     options.stop_when = oplite_cli::StopWhen::Synced;
     let summary = oplite_cli::run(&db, &options).map_err(|e| e.to_string())?;
-    let rows: i64 = db.conn().query_row("SELECT count(*) FROM ps_untyped", [], |r| r.get(0)).map_err(|e| e.to_string())?;
+    let table = if schema { "thisisatable" } else { "ps_untyped" };
+    let rows: i64 =
+        db.conn().query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).map_err(|e| e.to_string())?;
     Ok((summary.first_sync_seconds.unwrap_or(summary.seconds), 0.0, rows as u64))
 }
 

@@ -40,7 +40,8 @@ DELETE FROM ps_stream_subscriptions;";
 /// SQL: a hard clear also forgets what was downloaded.
 const CLEAR_DOWNLOADS: &str = "DELETE FROM ps_oplog; DELETE FROM ps_buckets;";
 /// SQL: every bucket needs applying again.
-const MARK_UNAPPLIED: &str = "UPDATE ps_buckets SET last_applied_op = 0;";
+/// (oplite_pending_ops: every op held is new again, for sync_local's choice.)
+const MARK_UNAPPLIED: &str = "UPDATE ps_buckets SET last_applied_op = 0, oplite_pending_ops = oplite_op_count;";
 
 /// Whether a sync iteration is running on a connection.
 #[derive(Default)]

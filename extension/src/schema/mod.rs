@@ -17,7 +17,7 @@
 //! | [`crud`], [`crud_json`] | the upload queue (ps_crud, tx_id) |
 //! | [`installed`] | reading the current schema from sqlite_master |
 //! | [`replace`] | `powersync_replace_schema` as a diff |
-//! | [`rows`] | JSON to columns and back |
+//! | [`rows`], [`undeclared`] | JSON to columns and back |
 //! | [`apply`] | [`DataTables`] / [`RowWriter`] for the sync apply |
 //! | [`hooks`] | `powersync_update_hooks` |
 //! | [`clear`] | `powersync_clear`, `powersync_trigger_resync` |
@@ -34,6 +34,7 @@ pub mod quote;
 pub mod replace;
 pub mod rows;
 pub mod triggers;
+pub mod undeclared;
 
 pub use apply::{in_sync_operation, DataTables, RowTypeKind, RowWriter, SyncOperationGuard};
 pub use clear::set_sync_iteration_active;
@@ -51,6 +52,7 @@ use crate::sqlite::{register_function, register_scalar, Purity};
 /// Registers the schema functions and the upload-queue tables on `db`.
 pub fn register(db: &Connection) -> Result<()> {
     crud::register(db)?;
+    undeclared::register(db)?;
     hooks::register(db)?;
     clear::register(db)?;
     register_scalar(

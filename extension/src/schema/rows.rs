@@ -3,9 +3,9 @@
 //! Decoding is `json_extract` per declared column, so a stored value is
 //! exactly what the reference core's view would have extracted (strings stay
 //! text, `1.0` stays real, objects and arrays become their JSON text), and
-//! `json_remove` of the declared keys for [`UNDECLARED_COLUMN`]. SQLite
-//! caches the parse of a JSON text within a statement, so each row's JSON
-//! is parsed once however many columns read it.
+//! `oplite_undeclared` ([`super::undeclared`]) for [`UNDECLARED_COLUMN`].
+//! SQLite caches the parse of a JSON text within a statement, so each row's
+//! JSON is parsed once however many columns read it.
 //!
 //! Encoding (for rows that move to ps_untyped, or to the JSON layout) is
 //! `json_object` of the columns joined with the undeclared fields.
@@ -15,6 +15,8 @@ use super::quote::{identifier, json_path, string};
 
 /// Paths per `json_remove` call (SQLite before 3.48 allows 127 arguments).
 const PATHS_PER_CALL: usize = 100;
+/// Keys per `oplite_undeclared` call.
+const UNDECLARED_KEYS_PER_CALL: usize = 120;
 /// Pairs per `json_object` call.
 const PAIRS_PER_CALL: usize = 60;
 
@@ -23,12 +25,14 @@ pub fn extract(data: &str, column: &str) -> String {
     format!("json_extract({data}, {})", json_path(column))
 }
 
-/// The fields of `data` that `columns` do not declare, or NULL if none.
+/// The fields of `data` that `columns` do not declare, or NULL if none
+/// (see [`super::undeclared`]; `json_remove` for very wide tables).
 pub fn undeclared(data: &str, columns: &[String]) -> String {
-    let mut expr = data.to_owned();
-    if columns.is_empty() {
-        expr = format!("json_remove({expr})");
+    if columns.len() <= UNDECLARED_KEYS_PER_CALL {
+        let keys: String = columns.iter().map(|c| format!(", {}", string(c))).collect();
+        return format!("oplite_undeclared({data}{keys})");
     }
+    let mut expr = data.to_owned();
     for chunk in columns.chunks(PATHS_PER_CALL) {
         let paths: Vec<String> = chunk.iter().map(|c| json_path(c)).collect();
         expr = format!("json_remove({expr}, {})", paths.join(", "));
@@ -136,10 +140,10 @@ mod tests {
         assert_eq!(
             upsert_typed_row("ps_data__t", &["a".into(), "b c".into()]),
             "INSERT INTO \"ps_data__t\"(id, \"a\", \"b c\", ps_undeclared) VALUES (?1, json_extract(?2, '$.\"a\"'), \
-             json_extract(?2, '$.\"b c\"'), NULLIF(json_remove(?2, '$.\"a\"', '$.\"b c\"'), '{}')) \
+             json_extract(?2, '$.\"b c\"'), oplite_undeclared(?2, 'a', 'b c')) \
              ON CONFLICT(id) DO UPDATE SET \"a\" = excluded.\"a\", \"b c\" = excluded.\"b c\", ps_undeclared = excluded.ps_undeclared"
         );
-        assert!(upsert_typed_from_select("t", &[], "SELECT 1").contains("NULLIF(json_remove(data), '{}')"));
+        assert!(upsert_typed_from_select("t", &[], "SELECT 1").contains("oplite_undeclared(data)"));
     }
 
     #[cfg(feature = "bundled")]
@@ -147,7 +151,7 @@ mod tests {
     fn decode_and_encode_round_trip() {
         let db = rusqlite::Connection::open_in_memory().unwrap();
         db.execute_batch(r#"CREATE TABLE t(id TEXT PRIMARY KEY NOT NULL, "a", "b.c", ps_undeclared TEXT)"#).unwrap();
-        crate::schema::crud::register(&db).unwrap();
+        crate::schema::register(&db).unwrap();
         let cols = vec!["a".to_owned(), "b.c".to_owned()];
         let sql = upsert_typed_row("t", &cols);
         db.execute(&sql, ["1", r#"{"a":1.0,"b.c":[1, 2],"x":{"y":null},"z":"s"}"#]).unwrap();

@@ -118,6 +118,11 @@ fn new_token() -> String {
 }
 
 impl SyncClient {
+    /// Whether a sync iteration is running.
+    pub fn has_iteration(&self) -> bool {
+        self.iteration.is_some()
+    }
+
     /// Handles one event.
     pub fn control(&mut self, db: &Connection, op: &str, payload: Payload<'_>) -> Result<ControlResult> {
         let mut out = Vec::new();
@@ -609,7 +614,9 @@ impl Iteration {
 /// taken as the new baseline.
 fn mark_applied(db: &Connection, checkpoint: &TargetCheckpoint) -> Result<()> {
     const CONTEXT: &str = "recording the applied checkpoint";
-    db.execute("UPDATE ps_buckets SET last_applied_op = last_op WHERE last_applied_op != last_op", [])
+    // OR FAIL: multi-row updates then need no statement journal, which
+    // spills to a temporary file past 64 KiB (seen with 1000 buckets).
+    db.execute("UPDATE OR FAIL ps_buckets SET last_applied_op = last_op WHERE last_applied_op != last_op", [])
         .context(CONTEXT)?;
     let mut update = db
         .prepare(

@@ -66,7 +66,11 @@ pub fn register(db: &Connection) -> Result<()> {
                 function: "powersync_control",
                 reason: "called again while a call is running".into(),
             })?;
-            Ok(match client.control(db, op, payload)? {
+            let result = client.control(db, op, payload);
+            // powersync_clear(2) and powersync_trigger_resync refuse to run
+            // while an iteration is active.
+            crate::schema::set_sync_iteration_active(db, client.has_iteration());
+            Ok(match result? {
                 ControlResult::Instructions(instructions) => Value::Text(instruction::to_json(&instructions)),
                 ControlResult::Value(Some(v)) => Value::Integer(v),
                 ControlResult::Value(None) => Value::Null,

@@ -66,7 +66,7 @@ pub fn counters(db: &Connection) -> Result<HashMap<String, Counters>> {
 /// Sets every bucket's progress counters to zero (the server's counts no
 /// longer fit the local ones, e.g. after compaction).
 pub fn reset_counters(db: &Connection) -> Result<()> {
-    db.execute("UPDATE ps_buckets SET count_at_last = 0, count_since_last = 0", [])
+    db.execute("UPDATE OR FAIL ps_buckets SET count_at_last = 0, count_since_last = 0", [])
         .context("resetting bucket counters")?;
     Ok(())
 }

@@ -138,12 +138,12 @@ pub fn apply(db: &Connection, scope: &Scope, setting: Setting) -> Result<ApplyRe
                 }
             }
             db.execute("DELETE FROM ps_updated_rows", []).context(CONTEXT)?;
-            db.execute("UPDATE ps_buckets SET oplite_pending_ops = 0 WHERE oplite_pending_ops != 0", [])
+            db.execute("UPDATE OR FAIL ps_buckets SET oplite_pending_ops = 0 WHERE oplite_pending_ops != 0", [])
                 .context(CONTEXT)?;
         }
         Scope::Buckets(_) => {
             db.execute(
-                "UPDATE ps_buckets SET oplite_pending_ops = 0
+                "UPDATE OR FAIL ps_buckets SET oplite_pending_ops = 0
                   WHERE id = (SELECT value FROM json_each(?1) WHERE value = ps_buckets.id)",
                 [scope.bucket_json()],
             )

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the web package: wasm/ (crate oplite-wasm) for wasm32-unknown-unknown,
+# then wasm-bindgen, then the JS API, into wasm/pkg/:
+#   oplite.js / oplite.d.ts        the API apps import
+#   oplite_wasm.js, *_bg.wasm      the module wasm-bindgen generated
+# Installs what it needs (the Debian rustc-web toolchain, wasm-bindgen-cli of
+# the exact version in Cargo.lock) and skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/build-wasm.sh oplite-wasm
+
+version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/"/, "", $3); print $3; exit }' Cargo.lock)
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [[ "$have" != "$version" ]]; then
+  echo "[build-wasm-package] installing wasm-bindgen-cli $version (found: ${have:-none})"
+  cargo install wasm-bindgen-cli --version "$version"
+fi
+
+wasm=target/wasm/wasm32-unknown-unknown/release/oplite_wasm.wasm
+rm -rf wasm/pkg
+wasm-bindgen --target web --out-dir wasm/pkg "$wasm"
+cp wasm/js/oplite.js wasm/js/oplite.d.ts wasm/pkg/
+cat > wasm/pkg/package.json <<JSON
+{
+  "name": "oplite-wasm",
+  "version": "$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)",
+  "description": "oplite (PowerSync-compatible sync engine) and SQLite in one WebAssembly module",
+  "type": "module",
+  "main": "oplite.js",
+  "types": "oplite.d.ts",
+  "files": ["oplite.js", "oplite.d.ts", "oplite_wasm.js", "oplite_wasm.d.ts", "oplite_wasm_bg.wasm", "oplite_wasm_bg.wasm.d.ts"],
+  "license": "Apache-2.0"
+}
+JSON
+raw=$(stat -c %s wasm/pkg/oplite_wasm_bg.wasm)
+gz=$(gzip -9 -c wasm/pkg/oplite_wasm_bg.wasm | wc -c)
+echo "[build-wasm-package] wasm/pkg/oplite_wasm_bg.wasm: $raw bytes, $gz gzip -9"

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Tests of the web package (wasm/): builds it from scratch with the documented
+# toolchain, runs the Node tests (memory storage) and the Chromium tests
+# (OPFS and IndexedDB). Called by scripts/test.sh unless OPLITE_SKIP_WASM=1.
+# Installs what it needs and skips what is already there:
+#   - the wasm32 toolchain and wasm-bindgen-cli (scripts/build-wasm-package.sh)
+#   - playwright-core and typescript from npm (wasm/package-lock.json)
+#   - Debian's chromium (apt-get), unless OPLITE_CHROMIUM points to a browser
+# Environment: OPLITE_SKIP_BROWSER=1 skips the Chromium tests;
+# OPLITE_WASM_SEEDS=n replays n recorded native sessions (default 40).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+step() { printf '\n--- wasm: %s (%ds)\n' "$*" $((SECONDS - start)); }
+
+as_root() {
+  if [[ "$(id -u)" -eq 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+step "building the web package"
+bash scripts/build-wasm-package.sh
+
+step "installing test dependencies (npm)"
+# npm ci only when an installed version differs from package.json's.
+if ! node -e '
+  const deps = require("./wasm/package.json").devDependencies;
+  for (const [name, version] of Object.entries(deps)) {
+    let have = null;
+    try { have = require(`./wasm/node_modules/${name}/package.json`).version; } catch {}
+    if (have !== version) process.exit(1);
+  }'; then
+  (cd wasm && npm ci --no-audit --no-fund)
+else
+  echo "npm packages already installed"
+fi
+
+step "type-checking oplite.d.ts (tsc --strict)"
+(cd wasm && node node_modules/typescript/bin/tsc -p tsconfig.json)
+
+step "recording seeded sessions on the native build"
+sessions=$(mktemp -d)
+trap 'rm -rf "$sessions"' EXIT
+cargo run -q -p oplite-wasm-native --bin record-sessions -- "$sessions" "${OPLITE_WASM_SEEDS:-40}"
+
+step "Node tests (memory storage; golden traces, recorded sessions, streams, API)"
+OPLITE_SESSIONS=$sessions node --test wasm/test/node.test.mjs
+
+if [[ -n ${OPLITE_SKIP_BROWSER:-} ]]; then
+  step "skipping the Chromium tests (OPLITE_SKIP_BROWSER)"
+  exit 0
+fi
+
+step "checking Chromium (Debian's chromium package)"
+chromium=${OPLITE_CHROMIUM:-/usr/bin/chromium}
+if [[ ! -x "$chromium" ]]; then
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+fi
+"$chromium" --version 2>/dev/null | head -n1
+
+step "Chromium tests (OPFS and IndexedDB)"
+node --test --test-concurrency=1 wasm/test/browser.test.mjs
+
+step "done"

@@ -1,0 +1,138 @@
+// Types of oplite.js: oplite (PowerSync-compatible sync engine) and SQLite in
+// one WebAssembly module.
+
+/** A value bound to a parameter. Booleans become 0/1; integral numbers within ±2^53 INTEGER, other numbers REAL. */
+export type SqlParam = null | undefined | boolean | number | bigint | string | Uint8Array | ArrayBuffer;
+
+/** A value read back: INTEGER beyond ±2^53 comes back as bigint, BLOB as Uint8Array. */
+export type SqlValue = null | number | bigint | string | Uint8Array;
+
+/** Positional (`?`, `?NNN`) or named (`:name`, `@name`, `$name`; keys without the prefix). */
+export type SqlParams = readonly SqlParam[] | Readonly<Record<string, SqlParam>>;
+
+export type Row = Record<string, SqlValue>;
+
+export interface ExecuteResult {
+  /** Rows changed by the last INSERT, UPDATE or DELETE. */
+  changes: number;
+  lastInsertRowid: number | bigint;
+}
+
+/** Where the database lives. */
+export type Vfs =
+  /** wasm memory; gone at close. Works everywhere, including Node. */
+  | 'memory'
+  /** OPFS sync access handles; dedicated Workers only. Durable at every commit. */
+  | 'opfs'
+  /** In memory, every committed transaction copied to IndexedDB; durable once flush() resolves. Windows and Workers. */
+  | 'idb';
+
+export interface OpenOptions {
+  /** 1-128 characters from A-Z a-z 0-9 - _ . (not starting with a dot). */
+  name: string;
+  /** Default 'memory'. */
+  vfs?: Vfs;
+  /** When another tab or worker has it open: fail with DatabaseLockedError (default) or wait. */
+  onLocked?: 'error' | 'wait';
+  /** Where to load the module from (URL, Response, bytes, WebAssembly.Module); default: next to oplite.js. */
+  wasm?: unknown;
+}
+
+/** An instruction from powersync_control, e.g. `{UpdateSyncStatus: {status}}` (PROTOCOL.md §5). */
+export type Instruction = Record<string, any>;
+
+/** The operations powersync_control accepts. */
+export type ControlOp =
+  | 'start' | 'stop' | 'line_text' | 'line_binary' | 'refreshed_token' | 'completed_upload'
+  | 'connection' | 'update_subscriptions' | 'subscriptions' | (string & {});
+
+export interface Transaction {
+  execute(sql: string, params?: SqlParams): ExecuteResult;
+  query(sql: string, params?: SqlParams): Row[];
+  get(sql: string, params?: SqlParams): Row | undefined;
+  control(op: ControlOp, payload?: string | Uint8Array | null): Instruction[] | SqlValue;
+}
+
+export interface Stats {
+  /** Bytes SQLite wrote to temporary files (temp b-trees, sorter spills, statement journals), all databases of this module. */
+  tempBytesWritten: number;
+  /** Bytes written to rollback journals. */
+  journalBytesWritten: number;
+  /** Bytes written to database files. */
+  dbBytesWritten: number;
+  /** SQLite's heap in use and its high-water mark. */
+  memoryUsed: number;
+  memoryHighwater: number;
+  /** The module's linear memory (it holds 'idb' databases whole; it never shrinks). */
+  wasmMemoryBytes: number;
+  /** The longest single call into the module (one statement, one powersync_control), ms. */
+  longestCallMs: number;
+  /** 'idb' only: IndexedDB transactions written. */
+  idbBatches?: number;
+}
+
+export declare class Database {
+  readonly name: string;
+  readonly vfs: Vfs;
+  /** Runs a statement, or a script of several when there are no params. */
+  execute(sql: string, params?: SqlParams): Promise<ExecuteResult>;
+  query(sql: string, params?: SqlParams): Promise<Row[]>;
+  get(sql: string, params?: SqlParams): Promise<Row | undefined>;
+  /**
+   * powersync_control(op, payload) in its own transaction. Sync events
+   * resolve to instructions; a few ops (target_checkpoint_request_id) to a value.
+   */
+  control(op: ControlOp, payload?: string | Uint8Array | null): Promise<Instruction[] | SqlValue>;
+  /**
+   * Runs fn inside BEGIN IMMEDIATE ... COMMIT (ROLLBACK if it throws). Nothing
+   * else runs on this database until fn settles: use tx, not the Database,
+   * inside fn (calling the Database there waits forever).
+   */
+  transaction<T>(fn: (tx: Transaction) => T | Promise<T>): Promise<T>;
+  /** listener(tables) after each committed write transaction; returns an unsubscribe function. */
+  onTablesChanged(listener: (tables: string[]) => void): () => void;
+  /** Resolves when everything committed so far is durable. */
+  flush(): Promise<void>;
+  stats(options?: { reset?: boolean }): Promise<Stats>;
+  /** Flushes, closes and releases the cross-tab lock. */
+  close(): Promise<void>;
+}
+
+export declare class DatabaseLockedError extends Error {
+  name: 'DatabaseLockedError';
+}
+
+/** Errors from SQLite: `code` is the extended result code. */
+export interface SqliteError extends Error {
+  name: 'SqliteError';
+  code?: number;
+}
+
+export declare function open(options: OpenOptions): Promise<Database>;
+export declare function load(source?: unknown): Promise<void>;
+export declare function sqliteVersion(): string;
+
+export interface SyncStreamOptions {
+  /** Where to POST the EstablishSyncStream request. */
+  url: string;
+  /** Ask for BSON lines instead of NDJSON. */
+  binary?: boolean;
+  parameters?: Record<string, unknown>;
+  headers?: Record<string, string>;
+  fetch?: typeof fetch;
+  signal?: AbortSignal;
+  onStatus?: (status: any) => void;
+  onLog?: (severity: string, line: string) => void;
+}
+
+export interface SyncStreamResult {
+  lines: number;
+  /** Whether a checkpoint was applied (DidCompleteSync). */
+  completed: boolean;
+  status: any;
+  /** Time spent in the calls that applied checkpoints, ms. */
+  applyMs: number;
+}
+
+/** Syncs once until the server ends the stream. */
+export declare function syncStream(db: Database, options: SyncStreamOptions): Promise<SyncStreamResult>;

@@ -1,0 +1,534 @@
+// oplite for the web: a promise-based API over the wasm module (SQLite with
+// the oplite sync extension). Runs in dedicated Workers (all storages), in
+// windows (memory, idb) and in Node (memory). Types: oplite.d.ts.
+//
+//   import { open, syncStream } from './oplite.js';
+//   const db = await open({ name: 'app', vfs: 'opfs' });
+//   await db.execute('INSERT INTO notes(id, body) VALUES (?, ?)', [id, body]);
+//   const rows = await db.query('SELECT * FROM notes WHERE id = ?', [id]);
+//
+// Calls are queued: each runs alone, in order, synchronously inside the
+// module, so a transaction() callback sees nobody else's writes. Listeners
+// of onTablesChanged() hear about each committed write transaction.
+//
+// Cross-tab safety: opening an 'opfs' or 'idb' database takes a Web Lock
+// named after it; a second tab or worker gets a DatabaseLockedError (or
+// waits, with onLocked: 'wait') until the first closes it. For 'opfs' the
+// OPFS access handles are exclusive as well, so even code that bypasses
+// the lock cannot write the file twice.
+
+import initWasm, * as wasm from './oplite_wasm.js';
+
+const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
+
+let loading = null;
+
+/** Loads the wasm module once. `source` may be a URL, a Response, bytes or a WebAssembly.Module. */
+export function load(source) {
+  if (loading == null) {
+    loading = (async () => {
+      let input = source;
+      if (input === undefined && isNode) {
+        const fs = await import('node:fs');
+        input = fs.readFileSync(new URL('./oplite_wasm_bg.wasm', import.meta.url));
+      }
+      await initWasm(input === undefined ? undefined : { module_or_path: input });
+    })();
+  }
+  return loading;
+}
+
+/** Thrown by open() when another tab or worker has the database open. */
+export class DatabaseLockedError extends Error {
+  constructor(name, vfs) {
+    super(`database ${JSON.stringify(name)} (${vfs}) is open in another tab or worker; ` +
+      `close it there, or open with onLocked: 'wait'`);
+    this.name = 'DatabaseLockedError';
+  }
+}
+
+const openMemoryNames = new Set();
+
+async function acquireLock(name, vfs, onLocked) {
+  const locks = globalThis.navigator && globalThis.navigator.locks;
+  if (!locks) {
+    if (vfs === 'memory') return () => {};
+    throw new Error(`the ${vfs} storage needs the Web Locks API (navigator.locks)`);
+  }
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  const acquired = new Promise((resolve, reject) => {
+    locks.request(`oplite:${vfs}:${name}`, { ifAvailable: onLocked !== 'wait' }, (lock) => {
+      if (lock == null) {
+        reject(new DatabaseLockedError(name, vfs));
+        return undefined;
+      }
+      resolve();
+      return held;
+    }).catch(reject);
+  });
+  await acquired;
+  return release;
+}
+
+// ---------------------------------------------------------------------------
+// IndexedDB persistence for the 'idb' storage. The wasm side keeps the file
+// in memory and tracks which chunks committed transactions changed (see
+// wasm/src/mirror.rs); the writer below takes them as one batch whenever its
+// previous IndexedDB transaction is done, so changes coalesce while a write
+// is in flight, and writes each batch in one IndexedDB transaction. IndexedDB
+// therefore always holds the state after some committed SQLite transaction.
+
+function request(req) {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+function done(tx) {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onerror = () => reject(tx.error);
+    tx.onabort = () => reject(tx.error || new Error('IndexedDB transaction aborted'));
+  });
+}
+
+class IdbStore {
+  constructor(idb, chunkSize) {
+    this.idb = idb;
+    this.chunkSize = chunkSize;
+    this.raw = null; // the wasm Database, once open
+    this.writing = null; // the running write loop
+    this.error = null;
+    this.batches = 0;
+  }
+
+  static async open(name) {
+    const req = indexedDB.open(`oplite:${name}`, 1);
+    req.onupgradeneeded = () => {
+      req.result.createObjectStore('chunks');
+      req.result.createObjectStore('meta');
+    };
+    return new IdbStore(await request(req), wasm.idbChunkSize());
+  }
+
+  /** Copies the stored file into the wasm module's memory. */
+  async loadInto(name) {
+    const tx = this.idb.transaction(['chunks', 'meta'], 'readonly');
+    const chunks = tx.objectStore('chunks');
+    const [meta, keys, values] = await Promise.all([
+      request(tx.objectStore('meta').get('file')),
+      request(chunks.getAllKeys()),
+      request(chunks.getAll()),
+    ]);
+    wasm.mirrorForget(name);
+    if (meta == null) return 0;
+    if (meta.chunkSize !== this.chunkSize) {
+      throw new Error(`IndexedDB database oplite:${name} uses ${meta.chunkSize}-byte chunks, this build ${this.chunkSize}`);
+    }
+    for (let i = 0; i < keys.length; i++) wasm.mirrorLoadChunk(name, keys[i], values[i]);
+    wasm.mirrorSetSize(name, meta.size);
+    return meta.size;
+  }
+
+  /** Starts writing if committed changes wait and no write is running. */
+  kick() {
+    if (this.writing == null && this.raw != null && this.raw.hasCommitted()) {
+      this.writing = this.writeLoop().finally(() => { this.writing = null; });
+    }
+  }
+
+  async writeLoop() {
+    for (;;) {
+      // null when nothing waits, or while a transaction has uncommitted
+      // pages in the file (the end of that transaction kicks again).
+      const batch = this.raw.takeCommitted();
+      if (batch == null) return;
+      const { size, indices, chunks } = batch;
+      const tx = this.idb.transaction(['chunks', 'meta'], 'readwrite');
+      const store = tx.objectStore('chunks');
+      for (let i = 0; i < indices.length; i++) store.put(chunks[i], indices[i]);
+      store.delete(IDBKeyRange.lowerBound(Math.ceil(size / this.chunkSize)));
+      tx.objectStore('meta').put({ size, chunkSize: this.chunkSize }, 'file');
+      try {
+        await done(tx);
+        this.batches++;
+      } catch (e) {
+        // The batch is lost: rewrite everything next time, report now.
+        this.raw.markAllCommitted();
+        this.error = e;
+        return;
+      }
+    }
+  }
+
+  /** Resolves when everything committed so far is in IndexedDB. */
+  async flush() {
+    for (;;) {
+      const before = this.batches;
+      this.kick();
+      if (this.writing != null) await this.writing;
+      if (this.error != null) {
+        const e = this.error;
+        this.error = null;
+        throw new Error(`writing to IndexedDB failed: ${e && e.message ? e.message : e}`);
+      }
+      if (this.raw == null || !this.raw.hasCommitted()) return;
+      if (this.batches === before) {
+        throw new Error('flush() cannot complete while a transaction is open; call it after the transaction');
+      }
+    }
+  }
+
+  close() {
+    this.idb.close();
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+/**
+ * Opens (creating if needed) a database and runs powersync_init().
+ * @param {{name: string, vfs?: 'memory'|'opfs'|'idb', onLocked?: 'error'|'wait', wasm?: any}} options
+ */
+export async function open(options) {
+  const { name, vfs = 'memory', onLocked = 'error' } = options || {};
+  if (typeof name !== 'string') throw new TypeError('open(): name must be a string');
+  if (!['memory', 'opfs', 'idb'].includes(vfs)) {
+    throw new TypeError(`open(): unknown vfs ${JSON.stringify(vfs)}; use 'memory', 'opfs' or 'idb'`);
+  }
+  await load(options.wasm);
+  if (vfs === 'memory') {
+    if (openMemoryNames.has(name)) throw new DatabaseLockedError(name, vfs);
+    openMemoryNames.add(name);
+  }
+  let release = () => {};
+  let store = null;
+  try {
+    // skipLockForTests exists so tests can show that OPFS refuses a second
+    // writer by itself; never use it in an app.
+    if (vfs !== 'memory' && !options.skipLockForTests) release = await acquireLock(name, vfs, onLocked);
+    if (vfs === 'idb') {
+      store = await IdbStore.open(name);
+      await store.loadInto(name);
+    }
+    const raw = await wasm.openDatabase(name, vfs);
+    raw.takeChangedTables(); // powersync_init's own writes
+    const db = new Database(raw, name, vfs, store, () => {
+      release();
+      if (vfs === 'memory') openMemoryNames.delete(name);
+    });
+    if (store != null) {
+      store.raw = raw;
+      store.kick();
+    }
+    return db;
+  } catch (e) {
+    if (store != null) {
+      store.close();
+      wasm.mirrorForget(name);
+    }
+    release();
+    if (vfs === 'memory') openMemoryNames.delete(name);
+    throw e;
+  }
+}
+
+// Sync events return instructions as JSON text; a few ops return a scalar.
+function controlResult(value) {
+  return typeof value === 'string' && value.startsWith('[') ? JSON.parse(value) : value;
+}
+
+class Transaction {
+  constructor(db) {
+    this.db = db;
+  }
+  execute(sql, params) {
+    return this.db._raw().execute(sql, params ?? null);
+  }
+  query(sql, params) {
+    return this.db._raw().query(sql, params ?? null);
+  }
+  get(sql, params) {
+    return this.db._raw().query(sql, params ?? null)[0];
+  }
+  control(op, payload) {
+    return controlResult(this.db._raw().control(op, payload ?? null));
+  }
+}
+
+export class Database {
+  #raw;
+  #queue = Promise.resolve();
+  #listeners = new Set();
+  #store;
+  #onClose;
+  #longestCallMs = 0;
+  #inTransaction = false;
+
+  constructor(raw, name, vfs, store, onClose) {
+    this.#raw = raw;
+    this.name = name;
+    this.vfs = vfs;
+    this.#store = store;
+    this.#onClose = onClose;
+  }
+
+  _raw() {
+    if (this.#raw == null) throw new Error(`database ${JSON.stringify(this.name)} is closed`);
+    return this.#raw;
+  }
+
+  // Runs fn alone, after every call queued before it.
+  #run(fn) {
+    const result = this.#queue.then(() => {
+      const raw = this._raw();
+      const started = performance.now();
+      try {
+        return fn(raw);
+      } finally {
+        const took = performance.now() - started;
+        if (took > this.#longestCallMs) this.#longestCallMs = took;
+        this.#afterCall(raw);
+      }
+    });
+    this.#queue = result.then(() => undefined, () => undefined);
+    return result;
+  }
+
+  #afterCall(raw) {
+    if (this.#inTransaction || !raw.isAutocommit()) return;
+    if (this.#store != null) this.#store.kick();
+    const tables = raw.takeChangedTables();
+    if (tables.length > 0) {
+      for (const listener of this.#listeners) {
+        try {
+          listener(tables);
+        } catch (e) {
+          setTimeout(() => { throw e; });
+        }
+      }
+    }
+  }
+
+  /** Runs a statement (or a script, without params). Resolves to {changes, lastInsertRowid}. */
+  execute(sql, params) {
+    return this.#run((raw) => raw.execute(sql, params ?? null));
+  }
+
+  /** Runs a query; resolves to its rows as plain objects. */
+  query(sql, params) {
+    return this.#run((raw) => raw.query(sql, params ?? null));
+  }
+
+  /** The first row of a query, or undefined. */
+  async get(sql, params) {
+    return (await this.query(sql, params))[0];
+  }
+
+  /** powersync_control(op, payload) in its own transaction; resolves to the parsed instructions. */
+  control(op, payload) {
+    return this.#run((raw) => controlResult(raw.control(op, payload ?? null)));
+  }
+
+  /**
+   * Runs fn(tx) inside BEGIN IMMEDIATE ... COMMIT (ROLLBACK if it throws).
+   * tx has synchronous execute/query/get/control. fn may be async, but
+   * nothing else runs on this database until it settles.
+   */
+  transaction(fn) {
+    let resolveOuter;
+    let rejectOuter;
+    const outer = new Promise((resolve, reject) => { resolveOuter = resolve; rejectOuter = reject; });
+    this.#queue = this.#queue.then(async () => {
+      let raw;
+      try {
+        raw = this._raw();
+        raw.execute('BEGIN IMMEDIATE', null);
+      } catch (e) {
+        rejectOuter(e);
+        return;
+      }
+      this.#inTransaction = true;
+      try {
+        const value = await fn(new Transaction(this));
+        raw.execute('COMMIT', null);
+        resolveOuter(value);
+      } catch (e) {
+        if (!raw.isAutocommit()) raw.execute('ROLLBACK', null);
+        rejectOuter(e);
+      } finally {
+        this.#inTransaction = false;
+        this.#afterCall(raw);
+      }
+    });
+    return outer;
+  }
+
+  /** Calls listener(tables) after each committed write transaction. Returns an unsubscribe function. */
+  onTablesChanged(listener) {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Resolves when every committed transaction is durable (waits for IndexedDB writes on 'idb'). */
+  async flush() {
+    await this.#queue;
+    if (this.#store != null) await this.#store.flush();
+  }
+
+  /** Write counters, memory use and the longest single call into the module so far (ms). */
+  async stats({ reset = false } = {}) {
+    await this.#queue;
+    const out = this._raw().stats(reset);
+    out.longestCallMs = this.#longestCallMs;
+    if (this.#store != null) out.idbBatches = this.#store.batches;
+    if (reset) this.#longestCallMs = 0;
+    return out;
+  }
+
+  /** Flushes, closes the connection and releases the cross-tab lock. */
+  async close() {
+    if (this.#raw == null) return;
+    await this.#queue;
+    try {
+      if (this.#store != null) await this.#store.flush();
+    } finally {
+      const raw = this.#raw;
+      this.#raw = null;
+      try {
+        raw.close();
+        raw.free();
+      } finally {
+        if (this.#store != null) {
+          this.#store.close();
+          wasm.mirrorForget(this.name);
+        }
+        this.#onClose();
+      }
+    }
+  }
+}
+
+/** The SQLite version inside the module (after load() or open()). */
+export function sqliteVersion() {
+  return wasm.sqliteVersion();
+}
+
+// ---------------------------------------------------------------------------
+// A minimal sync driver: powersync_control events in, instructions out, the
+// HTTP stream in between. Enough for the demo, the tests and the benchmark;
+// SDKs bring their own (credentials, retries, uploads).
+
+function* splitLines(state, text) {
+  state.rest += text;
+  let start = 0;
+  for (;;) {
+    const end = state.rest.indexOf('\n', start);
+    if (end < 0) break;
+    const line = state.rest.slice(start, end);
+    start = end + 1;
+    if (line.trim() !== '') yield line;
+  }
+  state.rest = state.rest.slice(start);
+}
+
+function* splitBson(state, bytes) {
+  if (state.buffer.length === 0) {
+    state.buffer = bytes;
+  } else {
+    const joined = new Uint8Array(state.buffer.length + bytes.length);
+    joined.set(state.buffer);
+    joined.set(bytes, state.buffer.length);
+    state.buffer = joined;
+  }
+  let start = 0;
+  while (state.buffer.length - start >= 4) {
+    const b = state.buffer;
+    const size = b[start] | (b[start + 1] << 8) | (b[start + 2] << 16) | (b[start + 3] << 24);
+    if (size < 5) throw new Error(`invalid BSON document length ${size}`);
+    if (b.length - start < size) break;
+    yield b.slice(start, start + size);
+    start += size;
+  }
+  state.buffer = state.buffer.slice(start);
+}
+
+/**
+ * Syncs until the server closes the stream (or CloseSyncStream): start,
+ * POST the EstablishSyncStream request to `url`, feed every line to
+ * powersync_control, flush storage on FlushFileSystem and after every
+ * applied checkpoint (DidCompleteSync), end with stop.
+ * Resolves to {lines, completed, status, applyMs}.
+ */
+export async function syncStream(db, options) {
+  const { url, binary = false, parameters = {}, onStatus, onLog, signal, headers = {} } = options;
+  const fetchImpl = options.fetch || globalThis.fetch;
+  let lastStatus = null;
+  let completed = false;
+  let closeRequested = false;
+  let establish = null;
+  const handle = async (instructions) => {
+    for (const instruction of instructions) {
+      const [kind, payload] = Object.entries(instruction)[0];
+      if (kind === 'UpdateSyncStatus') {
+        lastStatus = payload.status;
+        if (onStatus) onStatus(payload.status);
+      } else if (kind === 'EstablishSyncStream') {
+        establish = payload.request;
+      } else if (kind === 'FlushFileSystem') {
+        await db.flush();
+      } else if (kind === 'DidCompleteSync') {
+        // A synced state is reported only once it is durable (idb: in IndexedDB).
+        completed = true;
+        await db.flush();
+      } else if (kind === 'CloseSyncStream') {
+        closeRequested = true;
+      } else if (kind === 'LogLine') {
+        if (onLog) onLog(payload.severity, payload.line);
+      }
+    }
+  };
+  await handle(await db.control('start', JSON.stringify({ parameters })));
+  if (establish == null) throw new Error('powersync_control(start) did not ask for a sync stream');
+  let lines = 0;
+  let applyMs = 0;
+  try {
+    const response = await fetchImpl(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: binary ? 'application/vnd.powersync.bson-stream' : 'application/x-ndjson',
+        ...headers,
+      },
+      body: JSON.stringify(establish),
+      signal,
+    });
+    if (!response.ok) throw new Error(`sync stream: HTTP ${response.status} ${response.statusText}`);
+    await handle(await db.control('connection', 'established'));
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    const state = { rest: '', buffer: new Uint8Array(0) };
+    while (!closeRequested) {
+      const { value, done: finished } = await reader.read();
+      if (finished) break;
+      const items = binary ? splitBson(state, value) : splitLines(state, decoder.decode(value, { stream: true }));
+      for (const line of items) {
+        const started = performance.now();
+        const instructions = await db.control(binary ? 'line_binary' : 'line_text', line);
+        const took = performance.now() - started;
+        lines++;
+        if (instructions.some((i) => 'DidCompleteSync' in i)) applyMs += took;
+        await handle(instructions);
+        if (closeRequested) break;
+      }
+    }
+    if (closeRequested) await reader.cancel().catch(() => {});
+    else await handle(await db.control('connection', 'end'));
+  } finally {
+    await handle(await db.control('stop', null));
+    await db.flush();
+  }
+  return { lines, completed, status: lastStatus, applyMs };
+}

@@ -1,0 +1,338 @@
+//! Records seeded protocol sessions on the native build, for the web
+//! package's Node tests to replay against the wasm build.
+//!
+//! The sessions are those of `extension/tests/differential_sync.rs` (which
+//! checks the native build against the reference core): several buckets and
+//! priorities, PUT/REMOVE/MOVE/CLEAR, rows shared by buckets, checksum
+//! mismatches, checkpoint diffs, interrupted streams and restarts, pending
+//! local writes and write checkpoints, JSON or BSON lines. Each file holds
+//! one seed: every call with the native answer, then a dump of the internal
+//! tables. `wasm/test/node.test.mjs` feeds the same calls to the wasm build
+//! and requires the same answers and tables.
+//!
+//!     cargo run -p oplite-wasm-native --bin record-sessions -- <out-dir> [seeds]
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+
+use oplite_test_data::{ServerModel, ServerOptions};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::Connection;
+use serde_json::{json, Value};
+
+const CLIENT_ID: &str = "00000000-0000-4000-8000-000000000000";
+
+fn sql_json(value: SqlValue) -> Value {
+    match value {
+        SqlValue::Null => Value::Null,
+        SqlValue::Integer(i) => json!(i),
+        SqlValue::Real(r) => json!(r),
+        SqlValue::Text(t) => json!(t),
+        SqlValue::Blob(b) => json!(format!("<{} bytes>", b.len())),
+    }
+}
+
+/// The golden harness's normalisation: timestamps zeroed, oplite's own
+/// sync_local DEBUG line dropped.
+fn normalise(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if key == "last_synced_at" && v.is_number() {
+                    *v = Value::from(0);
+                } else {
+                    normalise(v);
+                }
+            }
+        }
+        Value::Array(items) => {
+            items.retain(|item| !item["LogLine"]["line"].as_str().is_some_and(|line| line.starts_with("sync_local:")));
+            items.iter_mut().for_each(normalise)
+        }
+        _ => {}
+    }
+}
+
+enum Arg<'a> {
+    Null,
+    Text(&'a str),
+    Blob(&'a [u8]),
+}
+
+struct Recorder {
+    db: Connection,
+    steps: Vec<Value>,
+}
+
+impl Recorder {
+    fn control(&mut self, op: &str, arg: Arg<'_>) -> Value {
+        let (call, result) = match arg {
+            Arg::Null => (
+                json!({"op": op, "payload": null}),
+                self.run(|db| db.query_row("SELECT powersync_control(?1, NULL)", [op], |r| r.get::<_, SqlValue>(0))),
+            ),
+            Arg::Text(t) => (
+                json!({"op": op, "payload": t}),
+                self.run(|db| db.query_row("SELECT powersync_control(?1, ?2)", (op, t), |r| r.get::<_, SqlValue>(0))),
+            ),
+            Arg::Blob(b) => (
+                json!({"op": op, "bson": b.iter().map(|x| format!("{x:02x}")).collect::<String>()}),
+                self.run(|db| db.query_row("SELECT powersync_control(?1, ?2)", (op, b), |r| r.get::<_, SqlValue>(0))),
+            ),
+        };
+        let expect = match result {
+            Ok(SqlValue::Text(text)) if text.starts_with('[') => {
+                let mut v: Value = serde_json::from_str(&text).unwrap();
+                normalise(&mut v);
+                v
+            }
+            Ok(other) => json!({"value": sql_json(other)}),
+            Err(rusqlite::Error::SqliteFailure(e, _)) => json!({"error": e.extended_code}),
+            Err(other) => panic!("unexpected error {other:?}"),
+        };
+        self.steps.push(json!({"call": call, "expect": expect}));
+        expect
+    }
+
+    fn run(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<SqlValue>) -> rusqlite::Result<SqlValue> {
+        self.db.execute_batch("BEGIN").unwrap();
+        let result = f(&self.db);
+        self.db.execute_batch(if result.is_ok() { "COMMIT" } else { "ROLLBACK" }).unwrap();
+        result
+    }
+
+    fn execute(&mut self, sql: &str) {
+        self.db.execute_batch(sql).unwrap();
+        self.steps.push(json!({"call": {"sql": sql}, "expect": {"sql": "ok"}}));
+    }
+
+    /// Every ps_ table, rows sorted; timestamps, the client id and random tokens left out.
+    fn tables(&self) -> Value {
+        let mut names: Vec<String> = self
+            .db
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ps\\_%' ESCAPE '\\' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        names.retain(|n| n != "ps_migration");
+        let mut out = serde_json::Map::new();
+        for name in names {
+            out.insert(name.clone(), dump(&self.db, &dump_query(&self.db, &name)));
+        }
+        Value::Object(out)
+    }
+}
+
+/// The query that dumps `table` the same way here and in the Node test.
+fn dump_query(db: &Connection, table: &str) -> String {
+    let n: usize = db.prepare(&format!("SELECT * FROM {table}")).unwrap().column_count();
+    let order = (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    match table {
+        // client_id is fixed by the session; oplite_sync_iteration is a
+        // random token per sync iteration.
+        "ps_kv" => format!("SELECT * FROM ps_kv WHERE key NOT IN ('client_id', 'oplite_sync_iteration') ORDER BY {order}"),
+        "ps_sync_state" => "SELECT priority FROM ps_sync_state ORDER BY 1".to_owned(),
+        "ps_stream_subscriptions" => format!("SELECT * FROM {table} ORDER BY {order}"),
+        _ => format!("SELECT * FROM {table} ORDER BY {order}"),
+    }
+}
+
+fn dump(db: &Connection, sql: &str) -> Value {
+    let mut stmt = db.prepare(sql).unwrap();
+    let n = stmt.column_count();
+    let rows: Vec<Value> = stmt
+        .query_map([], |r| Ok(Value::Array((0..n).map(|i| sql_json(r.get(i).unwrap())).collect())))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    json!({"sql": sql, "rows": rows})
+}
+
+#[derive(Clone, Copy)]
+enum Encoding {
+    Json,
+    Bson,
+}
+
+struct Session {
+    rec: Recorder,
+    server: ServerModel,
+    encoding: Encoding,
+    next_write_checkpoint: i64,
+    local_writes: u32,
+}
+
+fn closed(answer: &Value) -> bool {
+    answer.as_array().is_some_and(|items| items.iter().any(|i| i.get("CloseSyncStream").is_some()))
+}
+
+impl Session {
+    fn send(&mut self, line: &Value) -> Value {
+        match self.encoding {
+            Encoding::Json => self.rec.control("line_text", Arg::Text(&line.to_string())),
+            Encoding::Bson => {
+                let bytes = oplite::bson::to_vec(line).unwrap();
+                self.rec.control("line_binary", Arg::Blob(&bytes))
+            }
+        }
+    }
+
+    fn local_write(&mut self) {
+        self.local_writes += 1;
+        let id = format!("row{}", self.server.rng.below(12));
+        let n = self.local_writes;
+        self.rec.execute(&format!(
+            "BEGIN;
+             INSERT INTO ps_crud(data, tx_id) VALUES('{{\"op\":\"PUT\",\"id\":\"{id}\",\"type\":\"items\",\"data\":{{\"local\":{n}}}}}', {n});
+             INSERT OR REPLACE INTO ps_kv(key, value) VALUES('target_checkpoint_request_id', 9223372036854775807);
+             DELETE FROM ps_kv WHERE key IN ('last_seen_checkpoint_request_id', 'last_applied_checkpoint_request_id');
+             INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES('items', '{id}');
+             INSERT OR REPLACE INTO ps_untyped(type, id, data) VALUES('items', '{id}', '{{\"local\":{n}}}');
+             COMMIT;"
+        ));
+    }
+
+    fn upload(&mut self) {
+        self.rec.execute("DELETE FROM ps_crud");
+        let wc = self.next_write_checkpoint;
+        self.next_write_checkpoint += 1;
+        self.server.write_checkpoint = Some(wc);
+        self.rec.control("target_checkpoint_request_id", Arg::Text(&wc.to_string()));
+    }
+
+    /// One connection: start, one to three checkpoints, stop (as in
+    /// differential_sync.rs).
+    fn iteration(&mut self) {
+        let start = self.rec.control("start", Arg::Null);
+        let request = start
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|i| i.get("EstablishSyncStream"))
+            .expect("EstablishSyncStream")
+            .clone();
+        let mut after: HashMap<String, i64> = request["request"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["name"].as_str().unwrap().to_owned(), b["after"].as_str().unwrap().parse().unwrap()))
+            .collect();
+        let mut sent: Option<BTreeMap<String, Value>> = None;
+        let rounds = 1 + self.server.rng.below(3);
+        for round in 0..rounds {
+            if round > 0 {
+                self.server.mutate(8);
+            }
+            let mut line = match &sent {
+                Some(previous) if self.server.rng.chance(60) => self.server.checkpoint_diff_line(previous),
+                _ => self.server.checkpoint_line(),
+            };
+            if self.server.rng.chance(6) {
+                corrupt_checksum(&mut line, self.server.rng.below(1000));
+            }
+            sent = Some(self.server.checkpoint_entries());
+            for bucket in self.server.buckets.iter().map(|b| b.name.clone()).collect::<Vec<_>>() {
+                after.entry(bucket).or_insert(0);
+            }
+            after.retain(|name, _| self.server.buckets.iter().any(|b| &b.name == name));
+            if closed(&self.send(&line)) {
+                return;
+            }
+            let lines = self.server.data_lines(&after);
+            let mut last_priority = None;
+            for (priority, data) in lines {
+                if last_priority.is_some_and(|p| p != priority) && self.server.rng.chance(40) {
+                    let partial = json!({"partial_checkpoint_complete": {
+                        "last_op_id": self.server.last_op_id().to_string(),
+                        "priority": last_priority.unwrap(),
+                    }});
+                    if closed(&self.send(&partial)) {
+                        return;
+                    }
+                }
+                last_priority = Some(priority);
+                if self.server.rng.chance(3) {
+                    self.rec.control("stop", Arg::Null);
+                    return;
+                }
+                let bucket = data["data"]["bucket"].as_str().unwrap().to_owned();
+                let last = data["data"]["next_after"].as_str().unwrap().parse().unwrap();
+                self.send(&data);
+                after.insert(bucket, last);
+            }
+            if self.server.rng.chance(12) {
+                self.local_write();
+            }
+            let complete = json!({"checkpoint_complete": {"last_op_id": self.server.last_op_id().to_string()}});
+            if closed(&self.send(&complete)) {
+                return;
+            }
+            if self.local_writes > 0 && self.server.rng.chance(50) {
+                self.upload();
+                self.rec.control("completed_upload", Arg::Null);
+            }
+            if self.server.rng.chance(10) {
+                let seconds = self.server.rng.below(60) as i64 - 5;
+                self.send(&json!({"token_expires_in": seconds}));
+                return;
+            }
+        }
+        self.rec.control("stop", Arg::Null);
+    }
+}
+
+fn corrupt_checksum(line: &mut Value, pick: u64) {
+    let body = line.as_object_mut().unwrap().values_mut().next().unwrap();
+    let key = if body.get("buckets").is_some() { "buckets" } else { "updated_buckets" };
+    if let Some(buckets) = body[key].as_array_mut() {
+        if !buckets.is_empty() {
+            let i = pick as usize % buckets.len();
+            let checksum = buckets[i]["checksum"].as_u64().unwrap() as u32;
+            buckets[i]["checksum"] = Value::from(checksum.wrapping_add(1));
+        }
+    }
+}
+
+fn record(seed: u64) -> Vec<Value> {
+    let db = Connection::open_in_memory().unwrap();
+    oplite::register(&db).unwrap();
+    db.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").unwrap();
+    let mut rec = Recorder { db, steps: Vec::new() };
+    rec.execute(&format!("UPDATE ps_kv SET value = '{CLIENT_ID}' WHERE key = 'client_id'"));
+    let strategy = ["incremental", "from_scratch", "auto"][(seed % 3) as usize];
+    rec.steps.push(json!({"call": {"sql": format!("SELECT oplite_sync_local_strategy('{strategy}')")}, "expect": null}));
+    rec.db.query_row(&format!("SELECT oplite_sync_local_strategy('{strategy}')"), [], |_| Ok(())).unwrap();
+    let options = ServerOptions { buckets: 1 + (seed % 4) as usize, ..Default::default() };
+    let mut session = Session {
+        rec,
+        server: ServerModel::new(seed, options),
+        encoding: if seed.is_multiple_of(3) { Encoding::Bson } else { Encoding::Json },
+        next_write_checkpoint: 1,
+        local_writes: 0,
+    };
+    for _ in 0..4 {
+        session.server.mutate(15);
+        session.iteration();
+    }
+    let tables = session.rec.tables();
+    let mut steps = session.rec.steps;
+    steps.push(json!({"tables": tables}));
+    steps
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let out = std::path::PathBuf::from(args.next().expect("usage: record-sessions <out-dir> [seeds]"));
+    let seeds: u64 = args.next().map(|s| s.parse().expect("seeds")).unwrap_or(40);
+    std::fs::create_dir_all(&out).unwrap();
+    for seed in 0..seeds {
+        let steps = record(seed);
+        let mut file = std::fs::File::create(out.join(format!("seed-{seed:03}.jsonl"))).unwrap();
+        for step in steps {
+            writeln!(file, "{step}").unwrap();
+        }
+    }
+    println!("recorded {seeds} sessions in {}", out.display());
+}

@@ -1,0 +1,282 @@
+//! A pass-through VFS that counts what SQLite writes, by kind of file.
+//!
+//! Every database opened by this module goes through a wrapper named
+//! `<base>+count` around its real VFS (memvfs, the OPFS pool, the IndexedDB
+//! mirror). The wrapper forwards every call and adds the bytes of each write
+//! to one of three counters: temporary files (temp databases, transient
+//! tables, sorter spills, statement journals), rollback journals, and the
+//! main database. The counters are what `stats()` reports and what the
+//! browser tests use to prove that a sync spills nothing to temporary files
+//! (sync_local promises never to build a temporary b-tree).
+//!
+//! The wrapper advertises I/O methods version 1 (no shared memory, no
+//! memory mapping), like every VFS it wraps here, so SQLite never tries WAL
+//! shared memory through it.
+//!
+//! This is the one module with raw SQLite structs besides [`crate::mirror`];
+//! it mirrors `extension/tests/common/counting_vfs.rs`.
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::ptr;
+
+use rusqlite::ffi;
+
+thread_local! {
+    static COUNTS: Cell<WriteCounts> = const { Cell::new(WriteCounts { temp: 0, journal: 0, main: 0 }) };
+}
+
+/// Bytes written since the module was loaded, by kind of file.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteCounts {
+    /// Temporary databases, transient tables, sorter spills, statement journals.
+    pub temp: u64,
+    /// Rollback journals (and super-journals).
+    pub journal: u64,
+    /// Main database files.
+    pub main: u64,
+}
+
+/// The counters so far (all databases of this module together).
+pub fn counts() -> WriteCounts {
+    COUNTS.with(Cell::get)
+}
+
+const TEMP_FLAGS: c_int =
+    ffi::SQLITE_OPEN_TEMP_DB | ffi::SQLITE_OPEN_TEMP_JOURNAL | ffi::SQLITE_OPEN_TRANSIENT_DB | ffi::SQLITE_OPEN_SUBJOURNAL;
+const JOURNAL_FLAGS: c_int = ffi::SQLITE_OPEN_MAIN_JOURNAL | ffi::SQLITE_OPEN_SUPER_JOURNAL | ffi::SQLITE_OPEN_WAL;
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Temp,
+    Journal,
+    Main,
+}
+
+#[repr(C)]
+struct CountingFile {
+    base: ffi::sqlite3_file,
+    kind: Kind,
+    real: *mut ffi::sqlite3_file,
+}
+
+/// Registers (once) and returns the name of the counting wrapper around the
+/// VFS named `base`. Fails if `base` is not registered.
+pub fn wrap(base: &str) -> Result<String, String> {
+    let name = format!("{base}+count");
+    let c_name = CString::new(name.clone()).map_err(|_| format!("VFS name {base:?} contains NUL"))?;
+    let c_base = CString::new(base).map_err(|_| format!("VFS name {base:?} contains NUL"))?;
+    // SAFETY: SQLite is single-threaded in this module; the structs handed to
+    // sqlite3_vfs_register are leaked and live for the rest of the program.
+    unsafe {
+        if !ffi::sqlite3_vfs_find(c_name.as_ptr()).is_null() {
+            return Ok(name);
+        }
+        let base_vfs = ffi::sqlite3_vfs_find(c_base.as_ptr());
+        if base_vfs.is_null() {
+            return Err(format!("VFS {base:?} is not registered"));
+        }
+        let mut vfs: ffi::sqlite3_vfs = ptr::read(base_vfs);
+        vfs.pNext = ptr::null_mut();
+        vfs.szOsFile = std::mem::size_of::<CountingFile>() as c_int + (*base_vfs).szOsFile;
+        vfs.zName = c_name.into_raw();
+        vfs.pAppData = base_vfs.cast();
+        // Every method that receives the VFS must be forwarded with the
+        // base VFS: the base reads its own pAppData from it.
+        vfs.xOpen = Some(x_open);
+        vfs.xDelete = Some(x_delete);
+        vfs.xAccess = Some(x_access);
+        vfs.xFullPathname = Some(x_full_pathname);
+        vfs.xDlOpen = None;
+        vfs.xDlError = None;
+        vfs.xDlSym = None;
+        vfs.xDlClose = None;
+        vfs.xRandomness = Some(x_randomness);
+        vfs.xSleep = Some(x_sleep);
+        vfs.xCurrentTime = Some(x_current_time);
+        vfs.xGetLastError = Some(x_get_last_error);
+        vfs.xCurrentTimeInt64 = Some(x_current_time_int64);
+        vfs.iVersion = vfs.iVersion.min(2);
+        vfs.xSetSystemCall = None;
+        vfs.xGetSystemCall = None;
+        vfs.xNextSystemCall = None;
+        let vfs = Box::into_raw(Box::new(vfs));
+        let rc = ffi::sqlite3_vfs_register(vfs, 0);
+        if rc != ffi::SQLITE_OK {
+            return Err(format!("registering VFS {name:?} failed with SQLite code {rc}"));
+        }
+    }
+    Ok(name)
+}
+
+static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
+    iVersion: 1,
+    xClose: Some(x_close),
+    xRead: Some(x_read),
+    xWrite: Some(x_write),
+    xTruncate: Some(x_truncate),
+    xSync: Some(x_sync),
+    xFileSize: Some(x_file_size),
+    xLock: Some(x_lock),
+    xUnlock: Some(x_unlock),
+    xCheckReservedLock: Some(x_check_reserved_lock),
+    xFileControl: Some(x_file_control),
+    xSectorSize: Some(x_sector_size),
+    xDeviceCharacteristics: Some(x_device_characteristics),
+    xShmMap: None,
+    xShmLock: None,
+    xShmBarrier: None,
+    xShmUnmap: None,
+    xFetch: None,
+    xUnfetch: None,
+};
+
+unsafe extern "C" fn x_open(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const c_char,
+    file: *mut ffi::sqlite3_file,
+    flags: c_int,
+    out_flags: *mut c_int,
+) -> c_int {
+    unsafe {
+        let base = base(vfs);
+        let ours = file.cast::<CountingFile>();
+        let real = file.cast::<u8>().add(std::mem::size_of::<CountingFile>()).cast::<ffi::sqlite3_file>();
+        (*ours).base.pMethods = ptr::null();
+        (*ours).real = real;
+        (*ours).kind = if flags & TEMP_FLAGS != 0 || name.is_null() {
+            Kind::Temp
+        } else if flags & JOURNAL_FLAGS != 0 {
+            Kind::Journal
+        } else {
+            Kind::Main
+        };
+        (*real).pMethods = ptr::null();
+        let rc = ((*base).xOpen.unwrap())(base, name, real, flags, out_flags);
+        if !(*real).pMethods.is_null() {
+            // Set even on failure: SQLite then calls our xClose, which
+            // forwards to the real file's close as the base VFS expects.
+            (*ours).base.pMethods = &METHODS;
+        }
+        rc
+    }
+}
+
+unsafe fn base(vfs: *mut ffi::sqlite3_vfs) -> *mut ffi::sqlite3_vfs {
+    unsafe { (*vfs).pAppData.cast() }
+}
+
+macro_rules! forward_vfs {
+    ($vfs:expr, $method:ident, $missing:expr $(, $arg:expr)*) => {{
+        let base = base($vfs);
+        match (*base).$method {
+            Some(f) => f(base $(, $arg)*),
+            None => $missing,
+        }
+    }};
+}
+
+unsafe extern "C" fn x_delete(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, sync_dir: c_int) -> c_int {
+    unsafe { forward_vfs!(vfs, xDelete, ffi::SQLITE_IOERR_DELETE, name, sync_dir) }
+}
+unsafe extern "C" fn x_access(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, flags: c_int, out: *mut c_int) -> c_int {
+    unsafe { forward_vfs!(vfs, xAccess, ffi::SQLITE_IOERR_ACCESS, name, flags, out) }
+}
+unsafe extern "C" fn x_full_pathname(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, n: c_int, out: *mut c_char) -> c_int {
+    unsafe { forward_vfs!(vfs, xFullPathname, ffi::SQLITE_CANTOPEN, name, n, out) }
+}
+unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) -> c_int {
+    unsafe { forward_vfs!(vfs, xRandomness, 0, n, out) }
+}
+unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int {
+    unsafe { forward_vfs!(vfs, xSleep, 0, micros) }
+}
+unsafe extern "C" fn x_current_time(vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
+    unsafe { forward_vfs!(vfs, xCurrentTime, ffi::SQLITE_ERROR, out) }
+}
+unsafe extern "C" fn x_get_last_error(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) -> c_int {
+    unsafe { forward_vfs!(vfs, xGetLastError, 0, n, out) }
+}
+unsafe extern "C" fn x_current_time_int64(vfs: *mut ffi::sqlite3_vfs, out: *mut i64) -> c_int {
+    unsafe { forward_vfs!(vfs, xCurrentTimeInt64, ffi::SQLITE_ERROR, out) }
+}
+
+unsafe fn real(file: *mut ffi::sqlite3_file) -> *mut ffi::sqlite3_file {
+    unsafe { (*file.cast::<CountingFile>()).real }
+}
+
+macro_rules! forward {
+    ($file:expr, $method:ident $(, $arg:expr)*) => {{
+        let real = real($file);
+        match (*(*real).pMethods).$method {
+            Some(f) => f(real $(, $arg)*),
+            None => ffi::SQLITE_IOERR,
+        }
+    }};
+}
+
+unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
+    unsafe {
+        let rc = forward!(file, xClose);
+        (*file).pMethods = ptr::null();
+        rc
+    }
+}
+unsafe extern "C" fn x_read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amount: c_int, offset: i64) -> c_int {
+    unsafe { forward!(file, xRead, buf, amount, offset) }
+}
+unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, buf: *const c_void, amount: c_int, offset: i64) -> c_int {
+    unsafe {
+        let kind = (*file.cast::<CountingFile>()).kind;
+        COUNTS.with(|c| {
+            let mut counts = c.get();
+            let amount = amount.max(0) as u64;
+            match kind {
+                Kind::Temp => counts.temp += amount,
+                Kind::Journal => counts.journal += amount,
+                Kind::Main => counts.main += amount,
+            }
+            c.set(counts);
+        });
+        forward!(file, xWrite, buf, amount, offset)
+    }
+}
+unsafe extern "C" fn x_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
+    unsafe { forward!(file, xTruncate, size) }
+}
+unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
+    unsafe { forward!(file, xSync, flags) }
+}
+unsafe extern "C" fn x_file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
+    unsafe { forward!(file, xFileSize, size) }
+}
+unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, lock: c_int) -> c_int {
+    unsafe { forward!(file, xLock, lock) }
+}
+unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, lock: c_int) -> c_int {
+    unsafe { forward!(file, xUnlock, lock) }
+}
+unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
+    unsafe { forward!(file, xCheckReservedLock, out) }
+}
+unsafe extern "C" fn x_file_control(file: *mut ffi::sqlite3_file, op: c_int, arg: *mut c_void) -> c_int {
+    unsafe {
+        let real = real(file);
+        match (*(*real).pMethods).xFileControl {
+            Some(f) => f(real, op, arg),
+            None => ffi::SQLITE_NOTFOUND,
+        }
+    }
+}
+unsafe extern "C" fn x_sector_size(file: *mut ffi::sqlite3_file) -> c_int {
+    unsafe {
+        let real = real(file);
+        (*(*real).pMethods).xSectorSize.map_or(4096, |f| f(real))
+    }
+}
+unsafe extern "C" fn x_device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
+    unsafe {
+        let real = real(file);
+        (*(*real).pMethods).xDeviceCharacteristics.map_or(0, |f| f(real))
+    }
+}

@@ -1,0 +1,378 @@
+//! The `Database` class exported to JS: one SQLite connection with oplite
+//! registered, on one of the three storages (see the crate docs).
+//!
+//! Every method is synchronous: SQLite runs on the calling thread (a
+//! dedicated Worker in browsers). `js/oplite.js` wraps this class in the
+//! promise-based API apps use; this layer stays small and typed so that the
+//! JS side only moves values.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::{Array, Object, Reflect, Uint32Array, Uint8Array};
+use rusqlite::types::Value;
+use rusqlite::{Connection, OpenFlags};
+use sqlite_wasm_rs::vfs::VfsFilesManager;
+use sqlite_wasm_rs::WasmOsCallback;
+use sqlite_wasm_vfs::sahpool::{self, OpfsSAHPoolCfgBuilder, OpfsSAHPoolUtil};
+use wasm_bindgen::prelude::*;
+
+use crate::{counting, mirror, values};
+
+/// Where a database lives.
+enum Storage {
+    Memory,
+    Opfs(OpfsSAHPoolUtil),
+    Idb(Rc<RefCell<mirror::MirrorFile>>),
+}
+
+/// An open database.
+#[wasm_bindgen]
+pub struct Database {
+    conn: Option<Connection>,
+    name: String,
+    storage: Storage,
+}
+
+/// A JS `Error` named `SqliteError` with the extended result `code`.
+fn sqlite_error(err: &rusqlite::Error) -> JsValue {
+    let error = js_sys::Error::new(&err.to_string());
+    error.set_name("SqliteError");
+    let code = match err {
+        rusqlite::Error::SqliteFailure(e, _) => Some(e.extended_code),
+        rusqlite::Error::SqlInputError { error, .. } => Some(error.extended_code),
+        _ => None,
+    };
+    if let Some(code) = code {
+        let _ = Reflect::set(&error, &"code".into(), &JsValue::from(code));
+    }
+    error.into()
+}
+
+fn usage_error(message: &str) -> JsValue {
+    js_sys::Error::new(message).into()
+}
+
+fn set(object: &Object, key: &str, value: JsValue) {
+    let _ = Reflect::set(object, &JsValue::from_str(key), &value);
+}
+
+/// One-time set-up: oplite on every connection, the IndexedDB VFS.
+fn init() -> Result<(), JsValue> {
+    thread_local!(static DONE: RefCell<bool> = const { RefCell::new(false) });
+    if DONE.with(|d| *d.borrow()) {
+        return Ok(());
+    }
+    oplite::register_auto_extension().map_err(|e| usage_error(&e.to_string()))?;
+    mirror::register().map_err(|e| usage_error(&e))?;
+    DONE.with(|d| *d.borrow_mut() = true);
+    Ok(())
+}
+
+/// Checks a database name: it names OPFS directories and IndexedDB stores.
+fn check_name(name: &str) -> Result<(), JsValue> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && !name.starts_with('.');
+    if ok {
+        Ok(())
+    } else {
+        Err(usage_error(&format!(
+            "invalid database name {name:?}: use 1-128 characters from A-Z a-z 0-9 - _ . (not starting with .)"
+        )))
+    }
+}
+
+/// Opens (creating if needed) the database `name` on `vfs` (`memory`,
+/// `opfs` or `idb`) and runs `powersync_init()`. For `idb` the JS layer
+/// loads the stored chunks with [`mirror_load_chunk`] and
+/// [`mirror_set_size`] first. `opfs` works in dedicated Workers only.
+#[wasm_bindgen(js_name = openDatabase)]
+pub async fn open_database(name: String, vfs: String) -> Result<Database, JsValue> {
+    check_name(&name)?;
+    init()?;
+    let (base_vfs, storage) = match vfs.as_str() {
+        "memory" => ("memvfs".to_owned(), Storage::Memory),
+        "idb" => (mirror::VFS_NAME.to_owned(), Storage::Idb(mirror::file(&name))),
+        "opfs" => {
+            let vfs_name = format!("oplite-opfs-{name}");
+            let config =
+                OpfsSAHPoolCfgBuilder::new().vfs_name(&vfs_name).directory(&format!("oplite/{name}")).build();
+            let util = sahpool::install::<WasmOsCallback>(&config, false).await.map_err(|e| {
+                usage_error(&format!("cannot open OPFS storage for {name:?} (dedicated Worker only): {e}"))
+            })?;
+            if util.is_paused() {
+                util.resume().await.map_err(|e| usage_error(&format!("cannot reopen OPFS storage for {name:?}: {e}")))?;
+            }
+            (vfs_name, Storage::Opfs(util))
+        }
+        other => return Err(usage_error(&format!("unknown vfs {other:?}: use 'memory', 'opfs' or 'idb'"))),
+    };
+    let counted = counting::wrap(&base_vfs).map_err(|e| usage_error(&e))?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags_and_vfs(&name, flags, counted.as_str()).map_err(|e| sqlite_error(&e))?;
+    // Table-change notification: oplite's own update/commit/rollback hooks,
+    // read back with powersync_update_hooks('get') (PROTOCOL.md §5).
+    conn.execute_batch("BEGIN; SELECT powersync_init(); COMMIT; SELECT powersync_update_hooks('install');")
+        .map_err(|e| sqlite_error(&e))?;
+    Ok(Database { conn: Some(conn), name, storage })
+}
+
+impl Database {
+    fn conn(&self) -> Result<&Connection, JsValue> {
+        self.conn.as_ref().ok_or_else(|| usage_error("the database is closed"))
+    }
+
+    /// Runs `sql` with `params`, stepping through any rows; multiple
+    /// statements are allowed when there are no parameters.
+    fn run(&self, sql: &str, params: &JsValue) -> Result<(), JsValue> {
+        let conn = self.conn()?;
+        if params.is_null() || params.is_undefined() {
+            return conn.execute_batch(sql).map_err(|e| sqlite_error(&e));
+        }
+        let mut stmt = conn.prepare_cached(sql).map_err(|e| sqlite_error(&e))?;
+        values::bind(&mut stmt, params).map_err(|e| usage_error(&e))?;
+        let mut rows = stmt.raw_query();
+        while rows.next().map_err(|e| sqlite_error(&e))?.is_some() {}
+        Ok(())
+    }
+}
+
+#[wasm_bindgen]
+impl Database {
+    /// The name the database was opened with.
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// Runs one statement (or several, without parameters). Returns
+    /// `{changes, lastInsertRowid}`.
+    pub fn execute(&self, sql: &str, params: JsValue) -> Result<JsValue, JsValue> {
+        self.run(sql, &params)?;
+        let conn = self.conn()?;
+        let out = Object::new();
+        set(&out, "changes", JsValue::from_f64(conn.changes() as f64));
+        set(&out, "lastInsertRowid", values::to_js(rusqlite::types::ValueRef::Integer(conn.last_insert_rowid())));
+        Ok(out.into())
+    }
+
+    /// Runs one statement and returns its rows as plain objects keyed by
+    /// column name.
+    pub fn query(&self, sql: &str, params: JsValue) -> Result<Array, JsValue> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(sql).map_err(|e| sqlite_error(&e))?;
+        values::bind(&mut stmt, &params).map_err(|e| usage_error(&e))?;
+        let names: Vec<JsValue> = stmt.column_names().into_iter().map(JsValue::from_str).collect();
+        let out = Array::new();
+        let mut rows = stmt.raw_query();
+        while let Some(row) = rows.next().map_err(|e| sqlite_error(&e))? {
+            let object = Object::new();
+            for (i, name) in names.iter().enumerate() {
+                let value = row.get_ref(i).map_err(|e| sqlite_error(&e))?;
+                let _ = Reflect::set(&object, name, &values::to_js(value));
+            }
+            out.push(&object);
+        }
+        Ok(out)
+    }
+
+    /// `powersync_control(op, payload)`: `payload` is a string (JSON, a
+    /// text line), a `Uint8Array` (a BSON line) or `null`. Runs in its own
+    /// `BEGIN IMMEDIATE` transaction unless one is open. Returns what the
+    /// function returned: the instructions as JSON text for sync events,
+    /// other values (an integer for `target_checkpoint_request_id`, say)
+    /// as they are.
+    pub fn control(&self, op: &str, payload: JsValue) -> Result<JsValue, JsValue> {
+        let conn = self.conn()?;
+        let payload = values::to_sql(&payload).map_err(|e| usage_error(&format!("powersync_control payload: {e}")))?;
+        let own_transaction = conn.is_autocommit();
+        if own_transaction {
+            conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| sqlite_error(&e))?;
+        }
+        let result = conn
+            .prepare_cached("SELECT powersync_control(?1, ?2)")
+            .and_then(|mut stmt| stmt.query_row((op, &payload), |row| row.get::<_, Value>(0)));
+        match result {
+            Ok(value) => {
+                if own_transaction {
+                    if let Err(e) = conn.execute_batch("COMMIT") {
+                        let _ = conn.execute_batch("ROLLBACK");
+                        return Err(sqlite_error(&e));
+                    }
+                }
+                Ok(values::to_js(rusqlite::types::ValueRef::from(&value)))
+            }
+            Err(e) => {
+                if own_transaction {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+                Err(sqlite_error(&e))
+            }
+        }
+    }
+
+    /// Whether no transaction is open.
+    #[wasm_bindgen(js_name = isAutocommit)]
+    pub fn is_autocommit(&self) -> Result<bool, JsValue> {
+        Ok(self.conn()?.is_autocommit())
+    }
+
+    /// The tables changed by transactions committed since the last call
+    /// (`powersync_update_hooks('get')`).
+    #[wasm_bindgen(js_name = takeChangedTables)]
+    pub fn take_changed_tables(&self) -> Result<Vec<String>, JsValue> {
+        let conn = self.conn()?;
+        let json: String = conn
+            .prepare_cached("SELECT powersync_update_hooks('get')")
+            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+            .map_err(|e| sqlite_error(&e))?;
+        serde_json::from_str(&json).map_err(|e| usage_error(&format!("powersync_update_hooks('get'): {e}")))
+    }
+
+    /// For `idb`: whether committed changes wait to be stored.
+    #[wasm_bindgen(js_name = hasCommitted)]
+    pub fn has_committed(&self) -> bool {
+        matches!(&self.storage, Storage::Idb(file) if file.borrow().has_committed())
+    }
+
+    /// For `idb`, after a failed IndexedDB write: the next batch rewrites
+    /// the whole file.
+    #[wasm_bindgen(js_name = markAllCommitted)]
+    pub fn mark_all_committed(&self) {
+        if let Storage::Idb(file) = &self.storage {
+            file.borrow_mut().mark_all_committed();
+        }
+    }
+
+    /// For `idb`: the committed changes not yet stored, as `{size, indices:
+    /// Uint32Array, chunks: Uint8Array[]}`; `null` if there are none or
+    /// while a transaction has uncommitted pages in the file.
+    #[wasm_bindgen(js_name = takeCommitted)]
+    pub fn take_committed(&self) -> JsValue {
+        let Storage::Idb(file) = &self.storage else {
+            return JsValue::NULL;
+        };
+        let Some(batch) = file.borrow_mut().take_committed() else {
+            return JsValue::NULL;
+        };
+        let indices: Vec<u32> = batch.chunks.iter().map(|(index, _)| *index).collect();
+        let chunks = Array::new();
+        for (_, bytes) in &batch.chunks {
+            chunks.push(&Uint8Array::from(&bytes[..]));
+        }
+        let out = Object::new();
+        set(&out, "size", JsValue::from_f64(batch.size as f64));
+        set(&out, "indices", Uint32Array::from(&indices[..]).into());
+        set(&out, "chunks", chunks.into());
+        out.into()
+    }
+
+    /// Counters: bytes written to temporary files, journals and database
+    /// files by all databases of this module; SQLite's memory in use and
+    /// its high-water mark (reset when `resetHighwater` is true); the size
+    /// of the module's linear memory (which holds `idb` databases whole).
+    pub fn stats(&self, reset_highwater: bool) -> JsValue {
+        let counts = counting::counts();
+        let (mut current, mut highwater) = (0i64, 0i64);
+        // SAFETY: plain out-parameters.
+        unsafe {
+            rusqlite::ffi::sqlite3_status64(
+                rusqlite::ffi::SQLITE_STATUS_MEMORY_USED,
+                &mut current,
+                &mut highwater,
+                i32::from(reset_highwater),
+            );
+        }
+        let out = Object::new();
+        set(&out, "tempBytesWritten", JsValue::from_f64(counts.temp as f64));
+        set(&out, "journalBytesWritten", JsValue::from_f64(counts.journal as f64));
+        set(&out, "dbBytesWritten", JsValue::from_f64(counts.main as f64));
+        set(&out, "memoryUsed", JsValue::from_f64(current as f64));
+        set(&out, "memoryHighwater", JsValue::from_f64(highwater as f64));
+        let wasm_memory = std::arch::wasm32::memory_size::<0>() as f64 * 65536.0;
+        set(&out, "wasmMemoryBytes", JsValue::from_f64(wasm_memory));
+        out.into()
+    }
+
+    /// Closes the connection. OPFS storage releases its access handles so
+    /// another Worker or tab can open the database; a memory database is
+    /// deleted. Further calls fail.
+    pub fn close(&mut self) -> Result<(), JsValue> {
+        let Some(conn) = self.conn.take() else {
+            return Ok(());
+        };
+        release_vtab_statements(&conn);
+        if let Err((conn, e)) = conn.close() {
+            self.conn = Some(conn);
+            return Err(sqlite_error(&e));
+        }
+        match &self.storage {
+            Storage::Memory => {
+                // SAFETY: single-threaded use of memvfs.
+                if let Ok(util) = unsafe { sqlite_wasm_rs::vfs::memvfs::MemVfsUtil::get() } {
+                    let _ = util.remove(&self.name);
+                }
+            }
+            Storage::Opfs(util) => {
+                util.pause().map_err(|e| usage_error(&format!("releasing the OPFS storage of {:?}: {e}", self.name)))?;
+            }
+            Storage::Idb(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// Works around sqlite3_close() failing with "unable to close due to
+/// unfinalized statements" after local writes: oplite's upload-queue virtual
+/// tables (`powersync_crud`, `powersync_crud_`, eponymous, so disconnected
+/// only after close checks for statements) keep statements cached on the
+/// connection, and drop them only when a transaction that touched them rolls
+/// back. So: a transaction that touches both and rolls back, writing nothing.
+/// Errors (no such table, in builds without them) are ignored.
+fn release_vtab_statements(conn: &Connection) {
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    let _ = conn.execute_batch(
+        "BEGIN;
+         INSERT INTO powersync_crud(op, id, type) SELECT NULL, NULL, NULL WHERE 0;
+         INSERT INTO powersync_crud_(data) SELECT NULL WHERE 0;",
+    );
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+}
+
+/// For `idb`, before [`open_database`]: adds chunk `index` read from
+/// IndexedDB to the in-memory file `name`.
+#[wasm_bindgen(js_name = mirrorLoadChunk)]
+pub fn mirror_load_chunk(name: &str, index: u32, bytes: &[u8]) {
+    mirror::file(name).borrow_mut().load_chunk(index, bytes);
+}
+
+/// For `idb`, after the chunks: the file size recorded in IndexedDB.
+#[wasm_bindgen(js_name = mirrorSetSize)]
+pub fn mirror_set_size(name: &str, size: f64) {
+    mirror::file(name).borrow_mut().set_loaded_size(size as u64);
+}
+
+/// For `idb`: drops the in-memory file `name` (after closing it, or when
+/// loading failed).
+#[wasm_bindgen(js_name = mirrorForget)]
+pub fn mirror_forget(name: &str) {
+    mirror::forget(name);
+}
+
+/// Bytes per IndexedDB record of the `idb` storage.
+#[wasm_bindgen(js_name = idbChunkSize)]
+pub fn idb_chunk_size() -> u32 {
+    mirror::CHUNK_SIZE as u32
+}
+
+/// The SQLite library version, e.g. `3.50.4`.
+#[wasm_bindgen(js_name = sqliteVersion)]
+pub fn sqlite_version() -> String {
+    rusqlite::version().to_owned()
+}

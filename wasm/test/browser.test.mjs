@@ -1,0 +1,159 @@
+// Browser tests in headless Chromium (Debian's chromium, playwright-core):
+// the demo page's worker syncs generated streams into OPFS and IndexedDB,
+// the page reloads and the rows are still there; a second tab cannot open a
+// database the first has open (clear error, or waits), and nothing breaks.
+//
+//   node --test --test-concurrency=1 wasm/test/browser.test.mjs
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launch, call, attempt } from './browser.mjs';
+
+const OPS = Number(process.env.OPLITE_BROWSER_OPS || 100_000);
+let browser;
+
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+async function checkRows(page, ops) {
+  assert.equal(await call(page, 'count'), ops);
+  const [first] = await call(page, 'query', { sql: "SELECT data FROM ps_untyped WHERE id = 'thisismyrowid' || ?", params: [ops] });
+  assert.deepEqual(JSON.parse(first.data), { n: ops });
+  const [check] = await call(page, 'query', { sql: 'PRAGMA integrity_check' });
+  assert.equal(check.integrity_check, 'ok');
+}
+
+for (const vfs of ['opfs', 'idb']) {
+  test(`${vfs}: sync ${OPS} ops, reload the page, the rows are still there`, { timeout: 300_000 }, async () => {
+    const page = await browser.newPage();
+    const name = `reload-${vfs}`;
+    const info = await call(page, 'open', { name, vfs });
+    assert.equal(info.vfs, vfs);
+    const r = await call(page, 'sync', { ops: OPS });
+    assert.ok(r.completed, JSON.stringify(r));
+    assert.equal(r.tempBytesWritten, 0, 'no temporary-file pages');
+    console.log(`  ${vfs}: ${OPS} ops in ${r.totalMs.toFixed(0)} ms, apply ${r.applyMs.toFixed(0)} ms, longest call ${r.longestCallMs.toFixed(0)} ms`);
+    await checkRows(page, OPS);
+
+    await page.reload();
+    await page.waitForFunction(() => window.demo != null);
+    await call(page, 'open', { name, vfs });
+    await checkRows(page, OPS);
+    // Syncing again downloads nothing new: the buckets were stored too.
+    const again = await call(page, 'sync', { ops: OPS });
+    assert.equal(again.lines, 2);
+    await call(page, 'close');
+    await page.close();
+  });
+
+  test(`${vfs}: a second tab gets a clear error or waits, and nothing is corrupted`, { timeout: 120_000 }, async () => {
+    const first = await browser.newPage();
+    const second = await browser.newPage();
+    const name = `tabs-${vfs}`;
+    await call(first, 'open', { name, vfs });
+    await call(first, 'sync', { ops: 10_000 });
+
+    const refused = await attempt(second, 'open', { name, vfs });
+    assert.equal(refused.error?.name, 'DatabaseLockedError', JSON.stringify(refused));
+    assert.match(refused.error.message, /open in another tab or worker/);
+
+    // A waiting open resolves once the first tab closes the database.
+    const waiting = call(second, 'open', { name, vfs, onLocked: 'wait' });
+    let opened = false;
+    waiting.then(() => { opened = true; }, () => {});
+    await call(first, 'execute', { sql: "INSERT INTO ps_untyped(type, id, data) VALUES ('local', 'x', '{}')" });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(opened, false, 'the second tab waits while the first has it open');
+    await call(first, 'close');
+    await waiting;
+    assert.equal(await call(second, 'count'), 10_000);
+    const [local] = await call(second, 'query', { sql: "SELECT count(*) AS n FROM ps_untyped WHERE type = 'local'" });
+    assert.equal(local.n, 1, 'the first tab\'s last write is there');
+    const [check] = await call(second, 'query', { sql: 'PRAGMA integrity_check' });
+    assert.equal(check.integrity_check, 'ok');
+    await call(second, 'close');
+    await first.close();
+    await second.close();
+  });
+}
+
+for (const vfs of ['opfs', 'idb']) {
+  test(`${vfs}: a transaction cut off by a reload leaves the last committed state`, { timeout: 60_000 }, async () => {
+    let page = await browser.newPage();
+    const name = `cutoff-${vfs}`;
+    await call(page, 'open', { name, vfs });
+    await call(page, 'execute', { sql: 'CREATE TABLE big(n INTEGER, pad BLOB); INSERT INTO big VALUES (1, zeroblob(100));' });
+    await call(page, 'flush');
+    // A transaction larger than the page cache: SQLite spills its pages into
+    // the file before it commits. Give background writers time, then reload.
+    await call(page, 'execute', { sql: 'PRAGMA cache_size = 20' });
+    await call(page, 'execute', { sql: 'BEGIN' });
+    await call(page, 'execute', {
+      sql: 'WITH RECURSIVE c(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM c WHERE i < 20000) INSERT INTO big SELECT i, zeroblob(1000) FROM c',
+    });
+    const [inside] = await call(page, 'query', { sql: 'SELECT count(*) AS n FROM big' });
+    assert.equal(inside.n, 20_000);
+    const stats = await call(page, 'stats');
+    assert.ok(stats.dbBytesWritten > 1_000_000, `pages were spilled into the file: ${JSON.stringify(stats)}`);
+    await new Promise((r) => setTimeout(r, 500));
+    await page.close();
+
+    page = await browser.newPage();
+    await call(page, 'open', { name, vfs });
+    const [after] = await call(page, 'query', { sql: 'SELECT count(*) AS n FROM big' });
+    assert.equal(after.n, 1, 'only the committed row');
+    const [check] = await call(page, 'query', { sql: 'PRAGMA integrity_check' });
+    assert.equal(check.integrity_check, 'ok');
+    await call(page, 'close');
+    await page.close();
+  });
+}
+
+test('close and reopen in the same worker (opfs resumes its pool, idb reloads from IndexedDB)', { timeout: 60_000 }, async () => {
+  const page = await browser.newPage();
+  for (const vfs of ['opfs', 'idb']) {
+    const name = `reopen-${vfs}`;
+    await call(page, 'open', { name, vfs });
+    await call(page, 'sync', { ops: 3_000 });
+    await call(page, 'close');
+    await call(page, 'open', { name, vfs });
+    assert.equal(await call(page, 'count'), 3_000, vfs);
+    await call(page, 'execute', { sql: "INSERT INTO ps_untyped(type, id, data) VALUES ('local', 'y', '{}')" });
+    await call(page, 'close');
+    await call(page, 'open', { name, vfs });
+    const [local] = await call(page, 'query', { sql: "SELECT count(*) AS n FROM ps_untyped WHERE type = 'local'" });
+    assert.equal(local.n, 1, vfs);
+    await call(page, 'close');
+  }
+  await page.close();
+});
+
+test('opfs: access handles stay exclusive even without the Web Lock', { timeout: 60_000 }, async () => {
+  const first = await browser.newPage();
+  const second = await browser.newPage();
+  const name = 'nolock-opfs';
+  await call(first, 'open', { name, vfs: 'opfs' });
+  await call(first, 'sync', { ops: 2_000 });
+  const refused = await attempt(second, 'open', { name, vfs: 'opfs', skipLockForTests: true });
+  assert.ok(refused.error, 'the second open must fail');
+  assert.match(refused.error.message, /cannot open OPFS storage/);
+  assert.equal(await call(first, 'count'), 2_000);
+  await call(first, 'close');
+  await first.close();
+  await second.close();
+});
+
+test('the demo page shows progress and lists rows', { timeout: 60_000 }, async () => {
+  const page = await browser.newPage();
+  await page.selectOption('#vfs', 'idb');
+  await page.fill('#ops', '5000');
+  await page.click('#open');
+  await page.waitForSelector('#sync:not([disabled])');
+  await page.click('#sync');
+  await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('Synced 7 lines'));
+  await page.waitForFunction(() => document.getElementById('count').textContent === '5000');
+  assert.equal(await page.locator('#rows tr').count(), 20);
+  assert.equal(await page.evaluate(() => document.getElementById('progress').value), 5000);
+  assert.equal(await page.textContent('#error'), '');
+  await page.click('#close');
+  await page.close();
+});

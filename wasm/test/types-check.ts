@@ -1,0 +1,33 @@
+// Compile-only check of oplite.d.ts (tsc --noEmit, run by scripts/test-wasm.sh):
+// the API as an app would use it must type-check in strict mode.
+import { open, syncStream, DatabaseLockedError, type Database, type Row, type Stats } from '../pkg/oplite.js';
+
+async function example(): Promise<void> {
+  let db: Database;
+  try {
+    db = await open({ name: 'app', vfs: 'opfs', onLocked: 'error' });
+  } catch (e) {
+    if (e instanceof DatabaseLockedError) return;
+    throw e;
+  }
+  const stop: () => void = db.onTablesChanged((tables: string[]) => console.log(tables));
+  const r = await db.execute('INSERT INTO t(a, b) VALUES (?, ?)', [1, 'x']);
+  const id: number | bigint = r.lastInsertRowid;
+  const rows: Row[] = await db.query('SELECT * FROM t WHERE a = :a', { a: 1n });
+  const first: Row | undefined = await db.get('SELECT 1 AS one');
+  const n: number = await db.transaction((tx) => {
+    tx.execute('DELETE FROM t');
+    return tx.query('SELECT count(*) AS n FROM t').length;
+  });
+  const instructions = await db.control('start', JSON.stringify({ parameters: {} }));
+  const result = await syncStream(db, { url: '/sync/stream', binary: true, onStatus: (s) => console.log(s) });
+  const completed: boolean = result.completed;
+  const stats: Stats = await db.stats({ reset: true });
+  const temp: number = stats.tempBytesWritten;
+  await db.flush();
+  stop();
+  await db.close();
+  console.log(id, rows, first, n, instructions, completed, temp);
+}
+
+void example;
