@@ -519,3 +519,27 @@ fn faults_while_committing_local_writes_through_a_view_leave_nothing_behind() {
     }
     println!("view faults: {runs} runs with a fault at a write, sync or byte budget of the commit");
 }
+
+/// A connection that wrote through a view (the upload queue's tables cache
+/// statements) closes: sqlite3_close() succeeds after a committed and after
+/// a rolled-back local write, so neither memory nor the file is leaked.
+#[test]
+fn a_connection_that_wrote_through_a_view_closes() {
+    use common::driver::{create_file_with, NOTES_SCHEMA};
+    let dir = TempDir::new("close");
+    let path = dir.join("app.db");
+    create_file_with(&path, Some(NOTES_SCHEMA));
+    for end in ["COMMIT", "ROLLBACK"] {
+        let db = open_file(&path, None);
+        db.execute_batch(&format!("BEGIN IMMEDIATE; INSERT INTO notes(id, body) VALUES ('{end}', 'x'); {end};")).unwrap();
+        if let Err((_, e)) = db.close() {
+            panic!("close after {end}: {e}");
+        }
+    }
+    let db = open_file(&path, None);
+    let queued: i64 = db.query_row("SELECT count(*) FROM ps_crud", [], |r| r.get(0)).unwrap();
+    assert_eq!(queued, 1);
+    db.close().unwrap();
+    // The last connection closed: WAL mode removes its files.
+    assert!(!path.with_extension("db-wal").exists(), "the WAL is still there: a connection was leaked");
+}

@@ -177,6 +177,10 @@ pub fn control(data: &[u8]) {
     }
     let integrity: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(integrity, "ok");
+    // Nothing oplite keeps may hold the connection open.
+    if let Err((_, e)) = db.close() {
+        panic!("sqlite3_close failed: {e}");
+    }
 }
 
 /// `powersync_replace_schema` with arbitrary text (usually a mutated
@@ -221,4 +225,8 @@ pub fn schema(data: &[u8]) {
     }
     let integrity: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(integrity, "ok");
+    // Nothing oplite keeps may hold the connection open.
+    if let Err((_, e)) = db.close() {
+        panic!("sqlite3_close failed: {e}");
+    }
 }
