@@ -6,7 +6,7 @@
 #
 #   scripts/fuzz.sh [seconds per target] [target...]
 #
-# Targets: parse_text parse_binary bson control. The seed corpus is copied
+# Targets: parse_text parse_binary bson control schema. The seed corpus is copied
 # from test-data/fuzz/<target>/ into target/fuzz-corpus/<target>/, which
 # keeps what libFuzzer finds between runs; crashes go to
 # target/fuzz-artifacts/<target>/. OPLITE_FUZZ_ASAN=0 builds without
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(parse_text parse_binary bson control)
+[[ ${#targets[@]} -gt 0 ]] || targets=(parse_text parse_binary bson control schema)
 root=$PWD
 host=$(rustc -vV | sed -n 's/^host: //p')
 

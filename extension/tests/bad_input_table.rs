@@ -446,3 +446,57 @@ fn ops_without_type_or_id_are_counted_and_not_applied() {
     assert!(out.contains("DidCompleteSync"), "{out}");
     assert!(rows(&db, "SELECT * FROM ps_untyped").is_empty());
 }
+
+/// Table and column names in a schema are quoted identifiers: hostile
+/// names make tables, views and triggers under exactly those names, local
+/// writes through them are queued, and every internal table survives.
+#[test]
+fn sql_injection_through_schema_names_is_inert() {
+    let db = common::oplite_initialised();
+    let table = "we\"ird; DROP TABLE ps_kv; --";
+    let column = "co'l\"umn]; DELETE FROM ps_crud; --";
+    let schema = json!({"tables": [{"name": table, "columns": [{"name": column, "type": "text"}],
+        "indexes": [{"name": "i\"x'; DROP TABLE ps_oplog; --", "columns": [{"name": column, "ascending": true, "type": "text"}]}]}]});
+    db.execute_batch("BEGIN").unwrap();
+    db.query_row("SELECT powersync_replace_schema(?1)", [schema.to_string()], |_| Ok(())).unwrap();
+    db.execute_batch("COMMIT").unwrap();
+    let quote = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
+    db.execute_batch(&format!(
+        "BEGIN; INSERT INTO {}(id, {}) VALUES ('a''b', 'v'); COMMIT;",
+        quote(table),
+        quote(column)
+    ))
+    .unwrap();
+    let value: String = db
+        .query_row(&format!("SELECT {} FROM {} WHERE id = 'a''b'", quote(column), quote(table)), [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(value, "v");
+    let entry: String = db.query_row("SELECT data FROM ps_crud", [], |r| r.get(0)).unwrap();
+    let entry: serde_json::Value = serde_json::from_str(&entry).unwrap();
+    assert_eq!(entry["type"], table);
+    assert_eq!(entry["data"][column], "v");
+    for internal in ["ps_oplog", "ps_crud", "ps_kv", "ps_buckets", "ps_untyped"] {
+        let exists: bool = db
+            .query_row("SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE name = ?1)", [internal], |r| r.get(0))
+            .unwrap();
+        assert!(exists, "{internal} was dropped");
+    }
+    // Synced rows of that type land in its table too.
+    control(&db, "start", SqlValue::Null).unwrap();
+    control(&db, "line_text", text(r#"{"checkpoint":{"last_op_id":"1","buckets":[{"bucket":"b","checksum":1}]}}"#)).unwrap();
+    let data = json!({ column: "synced" }).to_string();
+    control(&db, "line_text", text(&data_line("b", &[json!({"op_id": "1", "op": "PUT", "object_type": table, "object_id": "s'1", "checksum": 1, "data": data})])))
+        .unwrap();
+    // The local write is still queued: upload it first.
+    db.execute_batch("BEGIN; DELETE FROM ps_crud; SELECT powersync_control('target_checkpoint_request_id', '1'); COMMIT;")
+        .unwrap();
+    control(&db, "line_text", text(r#"{"checkpoint":{"last_op_id":"1","write_checkpoint":"1","buckets":[{"bucket":"b","checksum":1}]}}"#)).unwrap();
+    let out = control(&db, "line_text", text(r#"{"checkpoint_complete":{"last_op_id":"1"}}"#)).unwrap();
+    assert!(out.contains("DidCompleteSync"), "{out}");
+    let value: String = db
+        .query_row(&format!("SELECT {} FROM {} WHERE id = 's''1'", quote(column), quote(table)), [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(value, "synced");
+    let integrity: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(integrity, "ok");
+}

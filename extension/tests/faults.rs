@@ -435,3 +435,87 @@ fn a_rolled_back_call_ends_the_iteration_instead_of_corrupting_it() {
     assert!(err.to_string().contains("rolled back"), "{err}");
     driver.converge();
 }
+
+/// Local writes through a view: the upload queue buffers a transaction's
+/// entries and writes them at commit. An I/O error or a full disk at any
+/// write or sync of that commit must leave no row, no entry and no tx_id
+/// behind, and the next transaction must queue exactly its own entries.
+#[test]
+fn faults_while_committing_local_writes_through_a_view_leave_nothing_behind() {
+    use common::driver::{create_file_with, NOTES_SCHEMA};
+    let dir = TempDir::new("view-faults");
+    let mut runs = 0;
+    for journal in ["WAL", "DELETE"] {
+        let path = dir.join(&format!("notes-{journal}.db"));
+        let fresh = || {
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(path.with_extension("db-wal"));
+            create_file_with(&path, Some(NOTES_SCHEMA));
+            fault_vfs::register();
+            let db = open_file(&path, Some(fault_vfs::NAME));
+            db.execute_batch(&format!("PRAGMA journal_mode = {journal}; PRAGMA synchronous = FULL;")).unwrap();
+            db.execute_batch("BEGIN; INSERT INTO notes(id, body) VALUES ('kept', 'before'); COMMIT;").unwrap();
+            db
+        };
+        let write = |db: &rusqlite::Connection, tag: &str| -> rusqlite::Result<()> {
+            db.execute_batch("BEGIN IMMEDIATE")?;
+            let result = (|| {
+                for i in 0..3 {
+                    db.execute("INSERT INTO notes(id, body) VALUES (?1, ?2)", (format!("{tag}{i}"), "x".repeat(2000)))?;
+                }
+                db.execute("UPDATE notes SET body = ?1 WHERE id = 'kept'", [tag])?;
+                db.execute_batch("COMMIT")
+            })();
+            if result.is_err() && !db.is_autocommit() {
+                db.execute_batch("ROLLBACK")?;
+            }
+            result
+        };
+        // A clean run counts the writes and syncs of the transaction.
+        let db = fresh();
+        fault_vfs::arm(Plan::default());
+        write(&db, "clean").unwrap();
+        let counts = fault_vfs::disarm();
+        drop(db);
+        let plans: Vec<Plan> = (1..=counts.writes)
+            .map(|n| Plan { fail_write_at: Some(n), ..Default::default() })
+            .chain((1..=counts.syncs).map(|n| Plan { fail_sync_at: Some(n), ..Default::default() }))
+            .chain([0, counts.bytes / 3, counts.bytes * 2 / 3].map(|b| Plan { write_budget: Some(b), ..Default::default() }))
+            .collect();
+        for plan in plans {
+            let context = format!("{journal} {plan:?}");
+            let db = fresh();
+            let before = snapshot(&db);
+            fault_vfs::arm(plan);
+            let result = write(&db, "failed");
+            let faults = fault_vfs::disarm().faults;
+            assert!(faults > 0, "{context}: no fault");
+            runs += 1;
+            assert_eq!(integrity(&db), "ok", "{context}");
+            if let Err(e) = result {
+                let code = error_code(&e) & 0xff;
+                assert!(code == ffi::SQLITE_IOERR || code == ffi::SQLITE_FULL, "{context}: {e}");
+                assert_eq!(snapshot(&db), before, "{context}: the failed transaction left something ({e})");
+            }
+            // The next transaction queues exactly its own four entries, with
+            // one tx_id.
+            let queued_before: i64 = db.query_row("SELECT count(*) FROM ps_crud", [], |r| r.get(0)).unwrap();
+            write(&db, "next").unwrap();
+            let entries: Vec<(String, i64)> = db
+                .prepare("SELECT data ->> 'id', tx_id FROM ps_crud ORDER BY id")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .skip(queued_before as usize)
+                .collect();
+            let ids: Vec<&str> = entries.iter().map(|(id, _)| id.as_str()).collect();
+            assert_eq!(ids, ["next0", "next1", "next2", "kept"], "{context}");
+            assert!(entries.iter().all(|(_, tx)| *tx == entries[0].1), "{context}: tx_ids {entries:?}");
+            let failed_rows: i64 = db.query_row("SELECT count(*) FROM ps_crud WHERE data ->> 'id' LIKE 'failed%'", [], |r| r.get(0)).unwrap();
+            let committed: i64 = db.query_row("SELECT count(*) FROM notes WHERE id LIKE 'failed%'", [], |r| r.get(0)).unwrap();
+            assert_eq!(failed_rows, committed, "{context}: entries and rows of the faulted transaction disagree");
+        }
+    }
+    println!("view faults: {runs} runs with a fault at a write, sync or byte budget of the commit");
+}

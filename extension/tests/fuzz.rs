@@ -30,6 +30,7 @@ const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("parse_binary", bodies::parse_binary),
     ("bson", bodies::bson),
     ("control", bodies::control),
+    ("schema", bodies::schema),
 ];
 
 fn corpus_dir(target: &str) -> PathBuf {
@@ -103,16 +104,49 @@ fn sample_sessions() -> Vec<Vec<u8>> {
     out
 }
 
+/// Schemas with every kind of table, column and option.
+fn sample_schemas() -> Vec<Vec<u8>> {
+    [
+        json!({"tables": [{"name": "items", "columns": [{"name": "name", "type": "text"}, {"name": "n", "type": "integer"}, {"name": "r", "type": "real"}]}]}),
+        json!({"tables": [{"name": "lists", "columns": [{"name": "title", "type": "text"}],
+            "indexes": [{"name": "by_title", "columns": [{"name": "title", "ascending": true, "type": "text"}]}]}]}),
+        json!({"tables": [{"name": "drafts", "local_only": true, "columns": [{"name": "body", "type": "text"}]},
+                          {"name": "log", "insert_only": true, "columns": [{"name": "line", "type": "text"}]}]}),
+        json!({"tables": [{"name": "notes", "view_name": "my_notes", "include_metadata": true, "include_old": ["body"],
+            "include_old_only_when_changed": true, "ignore_empty_update": true, "columns": [{"name": "body", "type": "text"}]}]}),
+        json!({"tables": [{"name": "we\"ird; DROP TABLE ps_kv; --", "columns": [{"name": "co'l\"umn", "type": "text"}]}]}),
+        json!({"tables": [], "raw_tables": [{"name": "raw", "table_name": "raw_t",
+            "put": {"sql": "INSERT OR REPLACE INTO raw_t(id, v) VALUES (?, ?)", "params": ["Id", {"Column": "v"}]},
+            "delete": {"sql": "DELETE FROM raw_t WHERE id = ?", "params": ["Id"]}}]}),
+    ]
+    .iter()
+    .map(|s| s.to_string().into_bytes())
+    .collect()
+}
+
 #[test]
 fn seed_corpus_is_present() {
     if std::env::var_os("OPLITE_WRITE_FUZZ_CORPUS").is_some() {
         let lines = sample_lines();
         let text: Vec<Vec<u8>> = lines.iter().map(|l| l.to_string().into_bytes()).collect();
         let binary: Vec<Vec<u8>> = lines.iter().map(|l| oplite::bson::to_vec(l).unwrap()).collect();
-        for (target, entries) in [("parse_text", text), ("parse_binary", binary.clone()), ("bson", binary), ("control", sample_sessions())] {
+        for (target, entries) in [
+            ("parse_text", text),
+            ("parse_binary", binary.clone()),
+            ("bson", binary),
+            ("control", sample_sessions()),
+            ("schema", sample_schemas()),
+        ] {
+            // Generated entries are seed-NNN; inputs kept from fuzzing runs
+            // (found-*) stay.
             let dir = corpus_dir(target);
-            let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.file_name().unwrap().to_string_lossy().starts_with("seed-") {
+                    std::fs::remove_file(path).unwrap();
+                }
+            }
             for (i, entry) in entries.iter().enumerate() {
                 std::fs::write(dir.join(format!("seed-{i:03}")), entry).unwrap();
             }
@@ -211,9 +245,9 @@ fn seeded_mutations_find_no_panic() {
     for (target, body) in TARGETS {
         let corpus = load(target);
         let n = match (iterations, *target) {
-            (Some(n), "control") => n / 10,
+            (Some(n), "control" | "schema") => n / 10,
             (Some(n), _) => n,
-            (None, "control") => 3_000,
+            (None, "control" | "schema") => 3_000,
             (None, _) => 100_000,
         };
         let mut slowest = Duration::ZERO;

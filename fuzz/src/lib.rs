@@ -178,3 +178,47 @@ pub fn control(data: &[u8]) {
     let integrity: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(integrity, "ok");
 }
+
+/// `powersync_replace_schema` with arbitrary text (usually a mutated
+/// schema): no SQLITE_INTERNAL; an accepted schema can be replaced by
+/// itself without changing `PRAGMA schema_version`, every view it made
+/// takes an insert, an update and a delete (or refuses them with an error),
+/// and the database stays sound.
+pub fn schema(data: &[u8]) {
+    let db = Connection::open_in_memory().unwrap();
+    oplite::register(&db).unwrap();
+    db.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").unwrap();
+    let text = String::from_utf8_lossy(data).into_owned();
+    let replace = |db: &Connection| host(db, |db| db.query_row("SELECT powersync_replace_schema(?1)", [&text], |_| Ok(())));
+    let internal = |error: &Option<rusqlite::Error>, what: &str| {
+        if let Some(rusqlite::Error::SqliteFailure(e, message)) = error {
+            assert_ne!(e.extended_code & 0xff, ffi::SQLITE_INTERNAL, "{what}: internal error (a panic?): {message:?}");
+        }
+    };
+    let error = replace(&db);
+    internal(&error, "replace_schema");
+    if error.is_none() {
+        let version: i64 = db.query_row("PRAGMA schema_version", [], |r| r.get(0)).unwrap();
+        let again = replace(&db);
+        assert!(again.is_none(), "the same schema failed the second time: {again:?}");
+        let after: i64 = db.query_row("PRAGMA schema_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, after, "replacing a schema with itself changed the database schema");
+        let views: Vec<String> = {
+            let mut stmt = db.prepare("SELECT name FROM sqlite_master WHERE type = 'view'").unwrap();
+            stmt.query_map([], |r| r.get(0)).unwrap().map(|r| r.unwrap()).collect()
+        };
+        for view in views {
+            let quoted = format!("\"{}\"", view.replace('"', "\"\""));
+            for sql in [
+                format!("INSERT INTO {quoted}(id) VALUES ('fuzz')"),
+                format!("UPDATE {quoted} SET id = id WHERE id = 'fuzz'"),
+                format!("DELETE FROM {quoted} WHERE id = 'fuzz'"),
+            ] {
+                let error = host(&db, |db| db.execute_batch(&sql));
+                internal(&error, &sql);
+            }
+        }
+    }
+    let integrity: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(integrity, "ok");
+}

@@ -7,12 +7,14 @@
 //! crash test can run a session in a child process, kill it, and replay it
 //! in the parent to learn what the database held after each step.
 //!
-//! Local writes and uploads are simulated as in `differential_sync.rs`
-//! (the schema triggers live on another branch): a write adds a `ps_crud`
-//! entry, sets the target write checkpoint to i64::MAX, marks the row in
-//! `ps_updated_rows` and writes it to `ps_untyped`; an upload deletes the
-//! entries and sets the target to a new write checkpoint that the server
-//! model then reports.
+//! Local writes come in two kinds. Without a schema they are simulated in
+//! SQL: a write adds a `ps_crud` entry, sets the target write checkpoint to
+//! i64::MAX, marks the row in `ps_updated_rows` and writes it to
+//! `ps_untyped`. With [`NOTES_SCHEMA`] installed they go through the
+//! `notes` view, whose triggers queue the entries (the upload queue buffers
+//! them and writes them at commit): one to three inserts, updates or
+//! deletes per transaction. An upload deletes the entries and sets the
+//! target to a new write checkpoint that the server model then reports.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -35,6 +37,15 @@ pub enum Encoding {
 
 /// Synced rows: (type, id) -> data.
 pub type Rows = BTreeMap<(String, String), String>;
+
+/// A schema with one synced table the server never sends rows of: local
+/// writes go through its view.
+pub const NOTES_SCHEMA: &str = r#"{"tables":[{"name":"notes","columns":[{"name":"body","type":"text"}]}]}"#;
+
+/// A note's row as [`stored_rows`] reads it.
+pub fn note_data(body: &str) -> String {
+    serde_json::json!({ "body": body }).to_string()
+}
 
 /// The rows a client holds after applying the server's current state: per
 /// row, the newest PUT across all buckets (none, or one without data: no
@@ -93,9 +104,9 @@ pub struct Model {
 /// Reported after a step commits (and once before an upload commits).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// Step `step` committed; it queued upload entry `write`, or deleted the
-    /// acknowledged entries up to `acked`.
-    Committed { step: u64, write: Option<i64>, acked: Option<i64> },
+    /// Step `step` committed; it queued the upload entries `writes` (one
+    /// transaction), or deleted the acknowledged entries up to `acked`.
+    Committed { step: u64, writes: Vec<i64>, acked: Option<i64> },
     /// The next step will delete the entries up to this id.
     UploadIntent(i64),
 }
@@ -146,12 +157,24 @@ pub fn snapshot(db: &Connection) -> Vec<Vec<String>> {
     ]
     .iter()
     .map(|sql| rows(db, sql))
+    .chain(has_notes(db).then(|| rows(db, "SELECT * FROM ps_data__notes ORDER BY id")))
     .collect()
 }
 
-/// `ps_untyped` as [`Rows`].
+/// True when the `notes` view of [`NOTES_SCHEMA`] exists.
+pub fn has_notes(db: &Connection) -> bool {
+    db.query_row("SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'view' AND name = 'notes')", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// `ps_untyped`, and the `notes` view when there is one, as [`Rows`].
 pub fn stored_rows(db: &Connection) -> Rows {
-    let mut stmt = db.prepare("SELECT type, id, data FROM ps_untyped").unwrap();
+    let sql = if has_notes(db) {
+        "SELECT type, id, data FROM ps_untyped UNION ALL SELECT 'notes', id, json_object('body', body) FROM notes"
+    } else {
+        "SELECT type, id, data FROM ps_untyped"
+    };
+    let mut stmt = db.prepare(sql).unwrap();
     stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?))).unwrap().map(|r| r.unwrap()).collect()
 }
 
@@ -194,9 +217,9 @@ impl Driver {
         result
     }
 
-    fn committed(&mut self, write: Option<i64>, acked: Option<i64>) {
+    fn committed(&mut self, writes: Vec<i64>, acked: Option<i64>) {
         self.model.steps += 1;
-        let event = Event::Committed { step: self.model.steps, write, acked };
+        let event = Event::Committed { step: self.model.steps, writes, acked };
         (self.on_event)(&self.db, &self.model, &event);
         if self.check_each_step {
             self.check();
@@ -247,7 +270,7 @@ impl Driver {
             _ if closes(&instructions) => self.iteration_active = false,
             _ => {}
         }
-        self.committed(None, None);
+        self.committed(Vec::new(), None);
         Ok(instructions)
     }
 
@@ -266,8 +289,12 @@ impl Driver {
         self.try_control(op, payload, completion).unwrap_or_else(|e| panic!("sending a line failed: {e}"))
     }
 
-    /// A local write to a random row of `items`, queued for upload.
+    /// A local write, queued for upload: to a random row of `items` in SQL,
+    /// or through the `notes` view when the schema is installed.
     pub fn local_write(&mut self) {
+        if has_notes(&self.db) {
+            return self.local_write_through_view();
+        }
         self.local_writes += 1;
         let n = self.local_writes;
         let id = format!("row{}", self.server.rng.below(12));
@@ -288,7 +315,50 @@ impl Driver {
             .unwrap_or_else(|e| panic!("local write failed: {e}"));
         self.model.crud.insert(crud_id, entry);
         self.model.rows.insert(("items".into(), id), data);
-        self.committed(Some(crud_id), None);
+        self.committed(vec![crud_id], None);
+    }
+
+    /// One to three inserts, updates or deletes through the `notes` view in
+    /// one transaction; the triggers queue the upload entries.
+    fn local_write_through_view(&mut self) {
+        self.local_writes += 1;
+        let n = self.local_writes;
+        let mut writes: Vec<(String, Option<String>)> = Vec::new();
+        for i in 0..1 + self.server.rng.below(3) {
+            let id = format!("note{}", self.server.rng.below(6));
+            let delete = self.server.rng.chance(20);
+            writes.push((id, (!delete).then(|| format!("note {n}.{i}"))));
+        }
+        let known = self.model.crud.keys().last().copied().unwrap_or(0);
+        let new_entries = self
+            .tx(|db| {
+                for (id, body) in &writes {
+                    let exists: bool = db.query_row("SELECT EXISTS(SELECT 1 FROM notes WHERE id = ?1)", [id], |r| r.get(0))?;
+                    match (body, exists) {
+                        (Some(body), false) => db.execute("INSERT INTO notes(id, body) VALUES (?1, ?2)", (id, body))?,
+                        (Some(body), true) => db.execute("UPDATE notes SET body = ?2 WHERE id = ?1", (id, body))?,
+                        (None, _) => db.execute("DELETE FROM notes WHERE id = ?1", [id])?,
+                    };
+                }
+                Ok(())
+            })
+            .and_then(|()| {
+                // The queue writes its entries at commit: read them back.
+                let mut stmt = self.db.prepare("SELECT id, data FROM ps_crud WHERE id > ?1 ORDER BY id")?;
+                let rows = stmt.query_map([known], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .unwrap_or_else(|e| panic!("local write through the view failed: {e}"));
+        for (id, body) in writes {
+            let key = ("notes".to_owned(), id);
+            match body {
+                Some(body) => self.model.rows.insert(key, note_data(&body)),
+                None => self.model.rows.remove(&key),
+            };
+        }
+        let ids: Vec<i64> = new_entries.iter().map(|(id, _)| *id).collect();
+        self.model.crud.extend(new_entries);
+        self.committed(ids, None);
     }
 
     /// Uploads every queued entry: deletes them and sets the target write
@@ -306,7 +376,7 @@ impl Driver {
         .unwrap_or_else(|e| panic!("upload failed: {e}"));
         self.server.write_checkpoint = Some(wc);
         self.model.crud.retain(|id, _| *id > max);
-        self.committed(None, Some(max));
+        self.committed(Vec::new(), Some(max));
         if self.iteration_active {
             self.control("completed_upload", SqlValue::Null);
         }
@@ -459,6 +529,12 @@ pub fn open_file(path: &std::path::Path, vfs: Option<&str>) -> Connection {
 
 /// Creates an initialised database at `path` with a fixed client id.
 pub fn create_file(path: &std::path::Path) {
+    create_file_with(path, None);
+}
+
+/// Creates an initialised database at `path` with a fixed client id and,
+/// when given, a schema.
+pub fn create_file_with(path: &std::path::Path, schema: Option<&str>) {
     let db = open_file(path, None);
     db.execute_batch(
         "BEGIN; SELECT powersync_init();
@@ -466,6 +542,11 @@ pub fn create_file(path: &std::path::Path) {
          COMMIT;",
     )
     .unwrap();
+    if let Some(schema) = schema {
+        db.execute_batch("BEGIN").unwrap();
+        db.query_row("SELECT powersync_replace_schema(?1)", [schema], |_| Ok(())).unwrap();
+        db.execute_batch("COMMIT").unwrap();
+    }
 }
 
 /// A fresh directory under the system's temp dir, removed on drop.
