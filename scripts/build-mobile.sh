@@ -71,7 +71,7 @@ postprocess() {
             case "$(basename "$member")" in
                 oplite-*.o) [[ -z $main ]] || { log "error: two oplite objects in $raw (is LTO off?)" >&2; exit 1; }
                     main="$member" ;;
-                compiler_builtins-*.o) builtins+=("$member") ;;
+                compiler_builtins-*.o) builtins+=("$member") ;; # one per codegen unit
                 *) log "error: unexpected member $(basename "$member") in $raw; the profile must use fat LTO" >&2; exit 1 ;;
             esac
         done
@@ -128,10 +128,10 @@ for target in "${TARGETS[@]}"; do
 done
 
 {
-    echo "| target | cargo's archive | shipped archive | linked into a shared library |"
+    echo "| target | cargo's archive | shipped archive | linked into a shared library, stripped |"
     echo "|---|---:|---:|---:|"
     for target in "${ALL_TARGETS[@]}" "${TARGETS[@]}"; do
-        [[ -f $DIST/sizes-$target.txt ]] && cat "$DIST/sizes-$target.txt"
+        if [[ -f $DIST/sizes-$target.txt ]]; then cat "$DIST/sizes-$target.txt"; fi
     done | awk '!seen[$0]++'
 } >"$DIST/sizes.md"
 log "all done in $((SECONDS - total_start))s; sizes (profile $PROFILE, bytes):"

@@ -461,7 +461,7 @@ fn read_bench() {
         }
         // Targets take turns in each round, so background load hits them alike.
         let mut times: Vec<Vec<Duration>> = vec![Vec::new(); dbs.len()];
-        for _ in 0..3 {
+        for _ in 0..5 {
             for (t, db) in dbs.iter().enumerate() {
                 times[t].push(run_read(db, &test).0);
             }

@@ -17,11 +17,9 @@ function call(method, args) {
 worker.onmessage = (event) => {
   const msg = event.data;
   if (msg.type === 'progress') {
-    if (msg.syncing) {
-      $('progress').max = Math.max(msg.total, 1);
+    if (msg.total > 0) {
+      $('progress').max = msg.total;
       $('progress').value = msg.downloaded;
-    } else {
-      $('progress').value = $('progress').max;
     }
     $('status').textContent = msg.syncing ? `Downloading: ${msg.downloaded} / ${msg.total} ops` : 'Synced.';
     return;

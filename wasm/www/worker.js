@@ -38,14 +38,21 @@ const methods = {
     const before = await db.stats();
     const started = performance.now();
     let lastPost = 0;
+    let last = { downloaded: 0, total: 0, syncing: false };
     const result = await syncStream(db, {
       url: `/sync/stream?ops=${ops}`,
       binary,
       onStatus(status) {
         const now = performance.now();
-        if (now - lastPost > 100 || status.downloading == null) {
+        let progress = progressOf(status);
+        // When a download ends the status drops its counts: report the last ones.
+        if (!progress.syncing && last.syncing) progress = { ...progress, downloaded: last.total, total: last.total };
+        const changed = progress.syncing !== last.syncing;
+        if (progress.syncing) last = progress;
+        else last = { ...progress };
+        if (changed || now - lastPost > 100) {
           lastPost = now;
-          postMessage({ type: 'progress', ...progressOf(status) });
+          postMessage({ type: 'progress', ...progress });
         }
       },
     });
