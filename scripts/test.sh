@@ -4,8 +4,8 @@
 #   scripts/test.sh            # everything
 #   OPLITE_SKIP_WASM=1 scripts/test.sh   # skip the wasm32 build and the web package tests
 #   OPLITE_SKIP_FUZZ=1, OPLITE_SKIP_MEMCHECK=1   # skip libFuzzer, valgrind
-#   OPLITE_MOBILE=1 scripts/test.sh      # also build the Android/iOS static libraries
-#   OPLITE_ARM64=1 scripts/test.sh       # also run the tests on ARM64 under qemu
+#   OPLITE_SKIP_MOBILE=1                 # skip the Android/iOS static libraries
+#   OPLITE_SKIP_ARM64=1                  # skip the tests on ARM64 under qemu
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -56,14 +56,14 @@ if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
   bash scripts/test-wasm.sh
 fi
 
-# The mobile and ARM64 steps are opt-in (OPLITE_MOBILE=1, OPLITE_ARM64=1)
-# until they have run in CI on the merged tree; see README "Mobile".
-if [[ -n ${OPLITE_MOBILE:-} && -z ${OPLITE_SKIP_MOBILE:-} ]]; then
+# Mobile (README "Mobile"): every Android/iOS static library, its symbols
+# checked, then the extension's tests on ARM64 under qemu.
+if [[ -z ${OPLITE_SKIP_MOBILE:-} ]]; then
   step "building the Android and iOS static libraries, checking their symbols"
   bash scripts/build-mobile.sh
 fi
 
-if [[ -n ${OPLITE_ARM64:-} && -z ${OPLITE_SKIP_ARM64:-} ]]; then
+if [[ -z ${OPLITE_SKIP_ARM64:-} ]]; then
   step "ARM64: the extension's tests and the static library under qemu"
   bash scripts/test-arm64.sh
 fi
