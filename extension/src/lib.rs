@@ -30,6 +30,7 @@
 //! (see [`sqlite`]); a panic becomes an `SQLITE_INTERNAL` error. WASM builds
 //! abort.
 
+pub mod adopt;
 pub mod bson;
 pub mod error;
 pub mod functions;

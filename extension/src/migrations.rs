@@ -13,6 +13,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
+use crate::adopt;
 use crate::error::{OpliteError, Result, SqliteResultExt};
 
 /// One internal schema version.
@@ -79,6 +80,12 @@ pub fn migrate_to(db: &Connection, target: i64) -> Result<()> {
         });
     }
     let mut version = current_version(db)?;
+    if version > LATEST_VERSION && adopt::is_core_database(db)? {
+        // The PowerSync core's history, not a newer oplite's (see adopt.rs).
+        adopt::adopt(db, version, step_down)?;
+        record(db, &MIGRATIONS[0])?;
+        version = MIGRATIONS[0].version;
+    }
     while version > target {
         step_down(db, version)?;
         version = current_version(db)?;
@@ -93,6 +100,12 @@ fn step_up(db: &Connection, migration: &Migration) -> Result<()> {
     let context = format!("applying internal migration {}", migration.version);
     db.execute_batch(CREATE_MIGRATION_TABLE).context(&context)?;
     db.execute_batch(migration.up).context(&context)?;
+    record(db, migration)
+}
+
+/// Writes `migration`'s row in ps_migration, with its down SQL.
+fn record(db: &Connection, migration: &Migration) -> Result<()> {
+    let context = format!("recording internal migration {}", migration.version);
     let down = serde_json::to_string(&[DownStep { sql: migration.down.to_owned() }])
         .map_err(|e| OpliteError::Internal(e.to_string()))?;
     db.execute(
