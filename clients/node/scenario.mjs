@@ -144,6 +144,7 @@ db.watch(
 
 const timings = {};
 // 1. Initial sync: the first stream is cut mid-way; the SDK reconnects and resumes.
+log(`the service drops the first stream after ${args['drop-after']} lines: expect one sync error below, then a reconnect`);
 await dev('POST', `/dev/drop-next-stream?after=${args['drop-after']}`);
 let mark = performance.now();
 await db.connect(connector, { retryDelayMs: 200, crudUploadThrottleMs: 10 });
