@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 
 const so = process.env.OPLITE_SO;
@@ -45,7 +46,7 @@ async function run(core) {
     const out = join(work, `${core}.json`);
     const args = ['scenario.mjs', '--core', core, '--url', url, '--dir', join(work, core), '--out', out, '--rows', String(rows)];
     const code = await new Promise((resolve) => {
-      const scenario = spawn(process.execPath, args, { cwd: import.meta.dirname, env, stdio: 'inherit' });
+      const scenario = spawn(process.execPath, args, { cwd: fileURLToPath(new URL('.', import.meta.url)), env, stdio: 'inherit' });
       const timer = setTimeout(() => scenario.kill('SIGKILL'), 300_000);
       scenario.on('exit', (c, signal) => { clearTimeout(timer); resolve(c ?? signal); });
     });

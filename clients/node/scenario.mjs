@@ -158,7 +158,8 @@ mark = performance.now();
 const syncedBefore = db.currentStatus.lastSyncedAt?.getTime() ?? 0;
 // lastSyncedAt has one-second resolution: start in the next second so the
 // apply of the write checkpoint shows as a later lastSyncedAt.
-await new Promise((resolve) => setTimeout(resolve, Math.max(0, syncedBefore + 1000 - Date.now())));
+const pause = Math.max(0, syncedBefore + 1000 - Date.now());
+await new Promise((resolve) => setTimeout(resolve, pause));
 mark = performance.now();
 closeGate();
 await db.writeTransaction(async (tx) => {
@@ -222,7 +223,8 @@ const afterClear = {
   hasSynced: db.currentStatus.hasSynced ?? false,
 };
 await db.close();
-timings.totalMs = elapsed();
+// Without the pause above, which is up to a second of waiting for the clock.
+timings.totalMs = elapsed() - pause;
 
 const result = {
   core: args.core,
