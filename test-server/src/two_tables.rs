@@ -25,7 +25,7 @@ pub fn buckets(rows: u64) -> Vec<ServerBucket> {
             let data = json!({
                 "list_id": format!("list{}", t % list_count),
                 "description": format!("Todo {t}"),
-                "done": (t % 7 == 0) as i64,
+                "done": t.is_multiple_of(7) as i64,
             });
             (&mut todos[(t % 4) as usize], "todos", format!("todo{t}"), data)
         };
