@@ -14,8 +14,9 @@
 //! | `POST /upload` (body `{"batch": [ps_crud entries]}`) | applies the batch to the service's buckets; stands in for the app's backend, which the PowerSync service does not include |
 //! | `GET /dev/token?ttl=SECONDS` | a new token (plain text), valid for `ttl` seconds (default 3600) |
 //! | `GET /probes/liveness` | `200 ok` |
+//! | `POST /dev/drop-next-stream`, `POST /dev/expire-token`, `GET /dev/log` | faults and a log of uploads and stream requests, for tests in another process (`dev_control`) |
 //!
-//! Every request but the last two needs `Authorization: Token T` or
+//! Every request but `/dev/token`, `/probes/liveness` and the `/dev/` endpoints needs `Authorization: Token T` or
 //! `Authorization: Bearer T` with a token the service knows and that has not
 //! expired; otherwise it is answered with 401.
 //!
