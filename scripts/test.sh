@@ -4,6 +4,7 @@
 #   scripts/test.sh            # everything
 #   OPLITE_SKIP_WASM=1 scripts/test.sh   # skip the wasm32 build and the web package tests
 #   OPLITE_SKIP_FUZZ=1, OPLITE_SKIP_MEMCHECK=1   # skip libFuzzer, valgrind
+#   OPLITE_SKIP_NODE=1                   # skip the Node SDK drop-in test
 #   OPLITE_SKIP_MOBILE=1                 # skip the Android/iOS static libraries
 #   OPLITE_SKIP_ARM64=1                  # skip the tests on ARM64 under qemu
 set -euo pipefail
@@ -36,6 +37,11 @@ step "test-data, the loopback service and the CLI end to end"
 # Sync, local write + upload + confirmed write checkpoint, reconnect after a
 # dropped stream, expired and expiring tokens, the binary and the demo.
 cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli 2>&1 | tee -a "$log"
+
+if [[ -z ${OPLITE_SKIP_NODE:-} ]]; then
+  step "the official Node SDK with its bundled core and with oplite (scripts/test-node.sh)"
+  bash scripts/test-node.sh
+fi
 
 # Reliability (README "Reliability"): the crash, fault, concurrency,
 # bad-input, upgrade and seeded-fuzz tests ran with the tests above; these

@@ -159,3 +159,20 @@ fn closing_with_an_open_transaction_after_installing_hooks_is_safe() {
         db.close().unwrap();
     }
 }
+
+#[test]
+fn subkey_repair_as_the_sdks_run_it() {
+    // The Node and web SDKs run this UPDATE once, on their first connect.
+    let db = setup();
+    db.execute_batch(
+        r#"INSERT INTO ps_oplog(bucket, op_id, row_type, row_id, key, data, hash) VALUES
+             (1, 1, 'items', 'a', 'items/a/"sub"', '{}', 0),
+             (1, 2, 'items', 'b', 'items/b/x\"y', '{}', 0);
+           UPDATE ps_oplog SET key = powersync_remove_duplicate_key_encoding(key);"#,
+    )
+    .unwrap();
+    assert_eq!(texts(&db, "SELECT ifnull(key, 'NULL') FROM ps_oplog ORDER BY op_id"), ["items/a/sub", "NULL"]);
+    let err = db.query_row("SELECT powersync_remove_duplicate_key_encoding(1)", [], |_| Ok(())).unwrap_err();
+    assert!(err.to_string().contains("must be text"), "{err}");
+    assert!(db.query_row("SELECT powersync_remove_duplicate_key_encoding(NULL)", [], |_| Ok(())).is_err());
+}

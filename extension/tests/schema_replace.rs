@@ -250,12 +250,21 @@ fn bad_input_is_refused_and_leaves_the_previous_schema() {
 }
 
 #[test]
-fn replace_schema_needs_a_transaction_and_init() {
+fn replace_schema_needs_a_transaction_and_initialises() {
     let db = oplite_initialised();
     let err = db.query_row("SELECT powersync_replace_schema(?1)", [ITEMS], |_| Ok(())).unwrap_err();
     assert_eq!(error_code(&err), rusqlite::ffi::SQLITE_MISUSE);
+    // As the reference core does, and the Node SDK relies on: a new
+    // database gets the internal schema and a client id first.
     let fresh = oplite();
-    assert!(replace_schema(&fresh, ITEMS).unwrap_err().contains("call powersync_init() first"));
+    replace_schema(&fresh, ITEMS).unwrap();
+    assert_eq!(texts(&fresh, "SELECT count(*) FROM ps_kv WHERE key = 'client_id'"), ["1"]);
+    assert_eq!(texts(&fresh, "SELECT count(*) FROM items"), ["0"]);
+    // A schema that fails leaves the new database uninitialised.
+    let other = oplite();
+    other.execute_batch("CREATE TABLE items(x)").unwrap();
+    assert!(replace_schema(&other, ITEMS).unwrap_err().contains("items"));
+    assert_eq!(texts(&other, "SELECT count(*) FROM sqlite_master WHERE name = 'ps_kv'"), ["0"]);
 }
 
 #[test]

@@ -14,8 +14,9 @@
 //! | `POST /upload` (body `{"batch": [ps_crud entries]}`) | applies the batch to the service's buckets; stands in for the app's backend, which the PowerSync service does not include |
 //! | `GET /dev/token?ttl=SECONDS` | a new token (plain text), valid for `ttl` seconds (default 3600) |
 //! | `GET /probes/liveness` | `200 ok` |
+//! | `POST /dev/drop-next-stream`, `POST /dev/expire-token`, `GET /dev/log` | faults and a log of uploads and stream requests, for tests in another process (`dev_control`) |
 //!
-//! Every request but the last two needs `Authorization: Token T` or
+//! Every request but `/dev/token`, `/probes/liveness` and the `/dev/` endpoints needs `Authorization: Token T` or
 //! `Authorization: Bearer T` with a token the service knows and that has not
 //! expired; otherwise it is answered with 401.
 //!
@@ -49,6 +50,9 @@ use oplite_test_data::lines::{self, BucketEntry, DataLines, Encoding, OpSource};
 use oplite_test_data::server::{ServerBucket, ServerOp};
 use oplite_test_data::StreamSpec;
 use serde_json::{json, Value};
+
+mod dev_control;
+pub mod two_tables;
 
 /// The bucket that receives uploaded rows no other bucket holds.
 pub const UPLOADS_BUCKET: &str = "uploads";
@@ -174,6 +178,10 @@ struct State {
     fault_plans: VecDeque<Fault>,
     stats: Stats,
     ops_per_line: usize,
+    /// Upload request bodies as received (`GET /dev/log`).
+    upload_log: Vec<Value>,
+    /// The bucket positions of each sync stream request (`GET /dev/log`).
+    stream_log: Vec<Value>,
 }
 
 impl State {
@@ -191,6 +199,8 @@ impl State {
             fault_plans: VecDeque::new(),
             stats: Stats::default(),
             ops_per_line: options.ops_per_line.max(1),
+            upload_log: Vec::new(),
+            stream_log: Vec::new(),
         };
         match &options.dataset {
             Dataset::Generated(spec) => {
@@ -582,6 +592,10 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
             let _ = request.respond(tiny_http::Response::from_string(token));
             return;
         }
+        (_, p) if p.starts_with("/dev/") => match dev_control::handle(shared, request) {
+            Some(unhandled) => request = unhandled,
+            None => return,
+        },
         _ => {}
     }
 
@@ -649,6 +663,7 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
             }
             state.stats.upload_batches += 1;
             state.stats.uploaded_ops += applied;
+            state.upload_log.push(parsed.clone());
             shared.bump(state);
             let _ = request.respond(json_response(200, &json!({"applied": applied})));
         }
@@ -761,6 +776,7 @@ fn stream(
     let fault = {
         let mut state = shared.lock();
         state.stats.streams += 1;
+        state.stream_log.push(dev_control::stream_entry(request));
         state.fault_plans.pop_front()
     };
     let mut out = ChunkedLines { out: raw, encoding, lines: 0, bytes: 0, fault };

@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Serves a generated stream (`--shape`, default `benchmark`, `--ops`,
-//! default 100000) or the buckets of a recorded one (`--recorded
+//! default 100000; `--shape two-tables` serves `lists` and `todos` rows,
+//! see the library's `two_tables`) or the buckets of a recorded one (`--recorded
 //! stream.ndjson`: its checkpoints and data lines are read into buckets,
 //! which are served to any `after`, not replayed line by line) on
 //! 127.0.0.1 until killed. Accepts the token `dev` unless `--token` is
@@ -58,8 +59,9 @@ fn run() -> Result<(), String> {
             let lines = recorded::parse_ndjson(&text).map_err(|e| format!("{path}: {e}"))?;
             Dataset::Buckets(recorded::buckets_from_lines(&lines))
         }
+        None if shape == "two-tables" => Dataset::Buckets(oplite_test_server::two_tables::buckets(ops)),
         None => Dataset::Generated(StreamSpec::by_name(&shape, ops).ok_or_else(|| {
-            format!("unknown shape {shape:?} (one of {})", StreamSpec::SHAPES.join(", "))
+            format!("unknown shape {shape:?} (one of {}, two-tables)", StreamSpec::SHAPES.join(", "))
         })?),
     };
     let mut options = ServiceOptions::new(dataset);

@@ -6,6 +6,7 @@
 
 mod ids;
 mod init;
+mod key_encoding;
 mod version;
 
 use rusqlite::types::ValueRef;
@@ -13,12 +14,15 @@ use rusqlite::Connection;
 
 use crate::error::{OpliteError, Result};
 pub use ids::client_id;
+pub(crate) use init::powersync_init;
+pub use key_encoding::remove_duplicate_key_encoding;
 
 /// Registers every SQL function on `db`.
 pub fn register(db: &Connection) -> Result<()> {
     version::register(db)?;
     ids::register(db)?;
     init::register(db)?;
+    key_encoding::register(db)?;
     crate::sync::register(db)?;
     crate::schema::register(db)?;
     Ok(())

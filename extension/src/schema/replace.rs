@@ -33,13 +33,14 @@ use crate::migrations::{current_version, LATEST_VERSION};
 /// Applies `json` as the app's schema.
 pub fn replace_schema(db: &Connection, json: &str) -> Result<()> {
     let schema = Schema::parse(json)?;
-    if current_version(db)? < LATEST_VERSION {
-        return Err(OpliteError::Misuse {
-            function: "powersync_replace_schema",
-            reason: "the database is not initialised: call powersync_init() first".into(),
-        });
-    }
-    with_savepoint(db, || apply(db, &schema))
+    with_savepoint(db, || {
+        // As in the reference core, which the SDKs rely on: they call
+        // powersync_replace_schema on a new database without powersync_init.
+        if current_version(db)? < LATEST_VERSION {
+            crate::functions::powersync_init(db)?;
+        }
+        apply(db, &schema)
+    })
 }
 
 /// Runs `body` in a savepoint, rolled back if it fails.

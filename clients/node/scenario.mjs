@@ -1,0 +1,251 @@
+// One run of the drop-in scenario with one core: node scenario.mjs
+// --core bundled|oplite --url http://127.0.0.1:PORT --dir DIR --out result.json
+//
+// Connects the official Node SDK to the loopback service, syncs the
+// `two-tables` dataset (drop mid-stream, resume), writes locally, uploads
+// through the connector, waits for the write checkpoint, expires the token,
+// and ends with disconnectAndClear. Writes what run.mjs compares.
+import { createHash } from 'node:crypto';
+import { writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+import { parseArgs } from 'node:util';
+import { PowerSyncDatabase, Schema, Table, column, createConsoleLogger, LogLevels } from '@powersync/node';
+
+const { values: args } = parseArgs({
+  options: {
+    core: { type: 'string' },
+    url: { type: 'string' },
+    dir: { type: 'string' },
+    out: { type: 'string' },
+    rows: { type: 'string', default: '100000' },
+    'drop-after': { type: 'string', default: '40' },
+  },
+});
+const ROWS = Number(args.rows);
+const url = args.url;
+const t0 = performance.now();
+const elapsed = () => Math.round(performance.now() - t0);
+const log = (...m) => console.error(`[${args.core} ${(elapsed() / 1000).toFixed(1)}s]`, ...m);
+
+const schema = new Schema({
+  lists: new Table({ name: column.text, created_at: column.text }),
+  todos: new Table({ list_id: column.text, description: column.text, done: column.integer }, { indexes: { list: ['list_id'] } }),
+});
+
+async function http(method, path, body) {
+  const res = await fetch(url + path, {
+    method,
+    headers: { 'content-type': 'application/json', authorization: `Token ${token ?? 'dev'}` },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+const dev = (method, path) => fetch(url + path, { method }).then(async (r) => {
+  if (!r.ok) throw new Error(`${method} ${path}: ${r.status}`);
+  return r.text();
+});
+
+// The connector: a token from the service's /dev/token, uploads posted to
+// its /upload endpoint (the stand-in for the app's backend).
+let token = null;
+let credentialFetches = 0;
+const clientBatches = [];
+// uploadData waits while the gate is closed, so that the local
+// transactions below are all queued before the first is uploaded and both
+// runs upload the same batches with one write checkpoint.
+let openGate = () => {};
+let gate = Promise.resolve();
+const closeGate = () => { gate = new Promise((resolve) => { openGate = resolve; }); };
+const connector = {
+  async fetchCredentials() {
+    credentialFetches++;
+    token = await dev('GET', '/dev/token?ttl=3600');
+    log(`fetchCredentials #${credentialFetches}`);
+    return { endpoint: url, token };
+  },
+  async uploadData(db) {
+    await gate;
+    const tx = await db.getNextCrudTransaction();
+    if (!tx) return;
+    const batch = tx.crud.map((entry) => entry.toJSON());
+    await http('POST', '/upload', { batch });
+    clientBatches.push(batch);
+    await tx.complete();
+  },
+};
+
+const dir = args.dir;
+rmSync(dir, { recursive: true, force: true });
+mkdirSync(dir, { recursive: true });
+const logger = createConsoleLogger({
+  prefix: `PowerSync ${args.core}`,
+  minLevel: process.env.OPLITE_NODE_DEBUG ? LogLevels.trace : LogLevels.warn,
+});
+const db = new PowerSyncDatabase({
+  schema,
+  database: {
+    dbFilename: 'app.db',
+    dbLocation: dir,
+    readWorkerCount: 2,
+    openWorker: (_url, options) => new Worker(new URL('./worker.mjs', import.meta.url), options),
+  },
+  logger,
+});
+await db.init();
+const coreVersion = (await db.get('SELECT powersync_rs_version() AS v')).v;
+// Which core the worker really loaded: only oplite adds its own columns to ps_buckets.
+const coreIsOplite = (await db.get("SELECT count(*) AS n FROM pragma_table_info('ps_buckets') WHERE name = 'oplite_op_count'")).n > 0;
+log(`core ${coreVersion}${coreIsOplite ? ' (oplite)' : ''}`);
+
+// Sync status transitions, reduced to what the issue lists.
+const transitions = [];
+const progress = [];
+db.registerListener({
+  statusChanged(status) {
+    const p = status.downloadProgress;
+    if (p) progress.push([p.downloadedOperations, p.totalOperations]);
+    const reduced = {
+      connected: status.connected,
+      downloading: status.dataFlowStatus.downloading,
+      progress: p != null,
+      hasSynced: status.hasSynced ?? false,
+      lastSyncedAt: status.lastSyncedAt != null,
+    };
+    const key = JSON.stringify(reduced);
+    if (transitions.at(-1) !== key) transitions.push(key);
+  },
+});
+const waitFor = (what, predicate, ms = 120_000) =>
+  new Promise((resolve, reject) => {
+    const started = Date.now();
+    const tick = async () => {
+      try {
+        if (await predicate()) return resolve();
+      } catch (e) {
+        return reject(e);
+      }
+      if (Date.now() - started > ms) return reject(new Error(`timed out waiting for ${what}`));
+      setTimeout(tick, 20);
+    };
+    tick();
+  });
+
+// A watched query; the test waits on what it reports.
+let watched = null;
+let watchResults = 0;
+const abortWatch = new AbortController();
+db.watch(
+  `SELECT (SELECT count(*) FROM lists) AS lists, (SELECT count(*) FROM todos) AS todos,
+          (SELECT count(*) FROM todos WHERE done = 1) AS done, (SELECT count(*) FROM todos WHERE description LIKE 'local%') AS local`,
+  [],
+  { onResult: (r) => { watched = r.rows._array[0]; watchResults++; } },
+  { signal: abortWatch.signal, throttleMs: 10 },
+);
+
+const timings = {};
+// 1. Initial sync: the first stream is cut mid-way; the SDK reconnects and resumes.
+log(`the service drops the first stream after ${args['drop-after']} lines: expect one sync error below, then a reconnect`);
+await dev('POST', `/dev/drop-next-stream?after=${args['drop-after']}`);
+let mark = performance.now();
+await db.connect(connector, { retryDelayMs: 200, crudUploadThrottleMs: 10 });
+await db.waitForFirstSync();
+timings.initialSyncMs = Math.round(performance.now() - mark);
+await waitFor('the watched query to see every row', () => watched && watched.lists + watched.todos === ROWS);
+log(`initial sync of ${ROWS} rows in ${timings.initialSyncMs} ms`, watched);
+
+// 2. Local writes, uploaded through uploadData, confirmed by a write checkpoint.
+mark = performance.now();
+const syncedBefore = db.currentStatus.lastSyncedAt?.getTime() ?? 0;
+// lastSyncedAt has one-second resolution: start in the next second so the
+// apply of the write checkpoint shows as a later lastSyncedAt.
+const pause = Math.max(0, syncedBefore + 1000 - Date.now());
+await new Promise((resolve) => setTimeout(resolve, pause));
+mark = performance.now();
+closeGate();
+await db.writeTransaction(async (tx) => {
+  for (let i = 0; i < 5; i++) {
+    await tx.execute('INSERT INTO todos (id, list_id, description, done) VALUES (?, ?, ?, 0)', [`local${i}`, 'list1', `local todo ${i}`]);
+  }
+  await tx.execute("INSERT INTO lists (id, name, created_at) VALUES ('locallist', 'local list', '2026-02-01T00:00:00Z')");
+});
+await db.writeTransaction(async (tx) => {
+  await tx.execute("UPDATE todos SET done = 1, description = 'local edit ' || id WHERE id IN ('todo1', 'todo2', 'todo3')");
+  await tx.execute("UPDATE lists SET name = 'renamed' WHERE id = 'list2'");
+});
+await db.execute("DELETE FROM todos WHERE id IN ('todo4', 'todo5', 'local4')");
+openGate();
+await waitFor('the upload queue to drain', async () => (await db.get('SELECT count(*) AS n FROM ps_crud')).n === 0);
+await waitFor('the write checkpoint to be applied', async () => {
+  const s = db.currentStatus;
+  const log = await http('GET', '/dev/log');
+  return log.stats.write_checkpoints >= 1 && s.lastSyncedAt && s.lastSyncedAt.getTime() > syncedBefore && !s.dataFlowStatus.uploading && !s.dataFlowStatus.downloading;
+});
+await waitFor('the watched query to see the local writes', () => watched && watched.local === 7);
+timings.uploadRoundTripMs = Math.round(performance.now() - mark);
+log(`uploaded and confirmed in ${timings.uploadRoundTripMs} ms`, watched);
+
+// 3. Token expiry: the service ends the stream with token_expires_in 0; the
+// SDK fetches new credentials and reconnects.
+mark = performance.now();
+const fetchesBefore = credentialFetches;
+const streamsBefore = (await http('GET', '/dev/log')).stats.streams;
+await dev('POST', `/dev/expire-token?token=${encodeURIComponent(token)}`);
+await waitFor('fetchCredentials after the token expired', () => credentialFetches > fetchesBefore);
+await waitFor('a new stream with the new token', async () => (await http('GET', '/dev/log')).stats.streams > streamsBefore && db.currentStatus.connected);
+// One more write on the new connection.
+await db.execute("UPDATE todos SET done = 0 WHERE id = 'todo7'");
+await waitFor('the second upload', async () => (await db.get('SELECT count(*) AS n FROM ps_crud')).n === 0 && clientBatches.length === 4);
+await waitFor('idle', () => { const s = db.currentStatus; return s.connected && !s.dataFlowStatus.uploading && !s.dataFlowStatus.downloading; });
+timings.tokenRefreshMs = Math.round(performance.now() - mark);
+
+// What the app sees at the end, and what the service saw.
+const tables = {};
+const digests = {};
+for (const table of ['lists', 'todos']) {
+  const rows = await db.getAll(`SELECT * FROM ${table} ORDER BY id`);
+  tables[table] = rows.length;
+  digests[table] = createHash('sha256').update(JSON.stringify(rows)).digest('hex');
+}
+const sample = await db.getAll("SELECT * FROM todos WHERE id IN ('local0', 'todo1', 'todo4', 'todo7') ORDER BY id");
+const service = await http('GET', '/dev/log');
+
+// 4. disconnectAndClear: every synced and local row is gone.
+mark = performance.now();
+abortWatch.abort();
+await db.disconnectAndClear();
+timings.disconnectAndClearMs = Math.round(performance.now() - mark);
+const afterClear = {
+  lists: (await db.get('SELECT count(*) AS n FROM lists')).n,
+  todos: (await db.get('SELECT count(*) AS n FROM todos')).n,
+  ps_oplog: (await db.get('SELECT count(*) AS n FROM ps_oplog')).n,
+  ps_crud: (await db.get('SELECT count(*) AS n FROM ps_crud')).n,
+  ps_buckets: (await db.get('SELECT count(*) AS n FROM ps_buckets')).n,
+  hasSynced: db.currentStatus.hasSynced ?? false,
+};
+await db.close();
+// Without the pause above, which is up to a second of waiting for the clock.
+timings.totalMs = elapsed() - pause;
+
+const result = {
+  core: args.core,
+  coreVersion,
+  coreIsOplite,
+  timings,
+  tables,
+  digests,
+  sample,
+  afterClear,
+  transitions: transitions.map((t) => JSON.parse(t)),
+  progress: { first: progress[0], last: progress.at(-1), maxTotal: Math.max(0, ...progress.map((p) => p[1])) },
+  credentialFetches,
+  clientBatches,
+  serviceUploads: service.uploads,
+  serviceStreams: service.streams,
+  serviceStats: service.stats,
+  watchResults,
+};
+writeFileSync(args.out, JSON.stringify(result, null, 2));
+log(`done in ${timings.totalMs} ms`);
+process.exit(0);

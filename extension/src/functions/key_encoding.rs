@@ -1,0 +1,122 @@
+//! `powersync_remove_duplicate_key_encoding(key)`: the JS SDKs' one-time
+//! repair of `ps_oplog.key`.
+//!
+//! Old JS clients JSON-encoded the subkey a second time, so a key stored as
+//! `type/id/"subkey"` instead of `type/id/subkey`. On its first connect the
+//! Node and web SDKs run
+//! `UPDATE ps_oplog SET key = powersync_remove_duplicate_key_encoding(key)`
+//! once (remembered in ps_kv as `powersync_js_migrated_subkeys`), so every
+//! core they load needs the function.
+//!
+//! Behaviour, checked against the reference core 0.5.3 (see the tests): a
+//! key ending in a JSON string literal that starts after the first
+//! character has that literal decoded (`a/b/"c"` → `a/b/c`,
+//! `t/i/"x\"y"` → `t/i/x"y`); any other text is NULL (`a/b/c`, `"a"`,
+//! `a/"b` and literals with invalid escapes); a non-text argument is an
+//! error. The opening quote is the last unescaped `"` before the closing
+//! one. The reference picks differently in two contrived cases, keys ending
+//! in `\""` (`x/"\""` is NULL there, `x/"` here): no subkey written by an
+//! SDK ends that way, since a JSON-encoded string never does.
+
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::Connection;
+
+use crate::error::{OpliteError, Result};
+use crate::sqlite::{register_scalar, Purity};
+
+const NAME: &str = "powersync_remove_duplicate_key_encoding";
+
+/// The key with its trailing JSON string literal decoded, or `None` when it
+/// does not end in one.
+pub fn remove_duplicate_key_encoding(key: &str) -> Option<String> {
+    let bytes = key.as_bytes();
+    let last = bytes.len().checked_sub(1)?;
+    if last == 0 || bytes[last] != b'"' {
+        return None;
+    }
+    let start = (0..last).rev().find(|&i| {
+        bytes[i] == b'"' && bytes[..i].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 0
+    })?;
+    if start == 0 {
+        return None;
+    }
+    let decoded: String = serde_json::from_str(&key[start..]).ok()?;
+    Some(format!("{}{decoded}", &key[..start]))
+}
+
+pub(super) fn register(db: &Connection) -> Result<()> {
+    register_scalar(
+        db,
+        NAME,
+        1,
+        Purity::Deterministic,
+        Box::new(|_, args| match args[0] {
+            ValueRef::Text(bytes) => {
+                let key = std::str::from_utf8(bytes).map_err(|_| OpliteError::InvalidArgument {
+                    function: NAME,
+                    message: "argument 1 is not valid UTF-8".into(),
+                    type_mismatch: false,
+                })?;
+                Ok(remove_duplicate_key_encoding(key).map(Value::Text).unwrap_or(Value::Null))
+            }
+            other => Err(OpliteError::InvalidArgument {
+                function: NAME,
+                message: format!("argument 1 (key) must be text, got {}", other.data_type()),
+                type_mismatch: true,
+            }),
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remove_duplicate_key_encoding as fix;
+
+    /// Inputs and the reference core 0.5.3's answers (None is NULL).
+    const REFERENCE: &[(&str, Option<&str>)] = &[
+        (r#"a/b/"c""#, Some("a/b/c")),
+        ("a/b/c", None),
+        (r#"a/"b""#, Some("a/b")),
+        (r#""a""#, None),
+        ("a", None),
+        ("", None),
+        (r#"a/b/"c/d""#, Some("a/b/c/d")),
+        (r#"a/b/"c"/"d""#, Some(r#"a/b/"c"/d"#)),
+        (r#"a/b/"c\"x""#, Some(r#"a/b/c"x"#)),
+        (r#"a/b/"c\u0041""#, Some("a/b/cA")),
+        (r#"a/b/"c"#, None),
+        (r#"a/b/"""#, Some("a/b/")),
+        (r#"/"x""#, Some("/x")),
+        (r#"a/b/"\n""#, Some("a/b/\n")),
+        (r#"a/b/ "c""#, Some("a/b/ c")),
+        (r#"a/b/"c" "#, None),
+        (r#"a/b/"c"x""#, Some(r#"a/b/"cx"#)),
+        (r#"ab"c""#, Some("abc")),
+        (r#""a/b""#, None),
+        (r#"x/"a\""#, None),
+        (r#"x/"a\\""#, Some(r"x/a\")),
+        (r#"x/"a\"b""#, Some(r#"x/a"b"#)),
+        (r#"x/"a"b"c""#, Some(r#"x/"a"bc"#)),
+        (r#"a/"\ud83d\ude00""#, Some("a/😀")),
+        (r#"a/"\ud83d""#, None),
+        (r#"a/b/"c\x""#, None),
+        (r#"a/"b"""#, Some(r#"a/"b"#)),
+        (r#"a/b/"é""#, Some("a/b/é")),
+        ("a/b/", None),
+        ("a/b/null", None),
+    ];
+
+    #[test]
+    fn matches_the_reference_core() {
+        for (key, expected) in REFERENCE {
+            assert_eq!(fix(key).as_deref(), *expected, "{key}");
+        }
+    }
+
+    #[test]
+    fn differs_from_the_reference_only_after_an_escaped_quote_at_the_end() {
+        // The reference answers NULL and `x/"\\\` for these.
+        assert_eq!(fix(r#"x/"\"""#).as_deref(), Some(r#"x/""#));
+        assert_eq!(fix(r#"a/b/"\\\"""#).as_deref(), Some(r#"a/b/\""#));
+    }
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The Node SDK drop-in test (README "Node SDK drop-in"): the official
+# @powersync/node 1.1.0 syncs and uploads against the loopback service,
+# once with its bundled core and once with oplite; fails on any difference.
+# Called by scripts/test.sh unless OPLITE_SKIP_NODE=1. Installs what it
+# needs and skips what is already there:
+#   - clients/node/node_modules (npm ci, when missing or not what
+#     package-lock.json pins); better-sqlite3 is compiled from source
+#   - the loadable extension (cargo build --release -p oplite) unless
+#     OPLITE_SO names a built one (scripts/test.sh builds it first)
+#   - the loopback service (cargo build --release -p oplite-test-server)
+# Environment: OPLITE_NODE_ROWS=n syncs n rows (default 100000).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+step() { printf '\n--- node: %s (%ds)\n' "$*" $((SECONDS - start)); }
+fail() { echo "scripts/test-node.sh: $*" >&2; exit 1; }
+
+step "checking tools"
+command -v node >/dev/null || fail "node (20 or newer) is required"
+command -v npm >/dev/null || fail "npm is required"
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
+  fail "node 20 or newer is required, found $(node --version)"
+echo "node $(node --version), npm $(npm --version)"
+
+step "installing the SDK (npm ci in clients/node)"
+addon=clients/node/node_modules/better-sqlite3/build/Release/better_sqlite3.node
+# npm ci only when an installed version differs from the lockfile's, or the
+# native addon is missing.
+if ! node -e '
+  const lock = require("./clients/node/package-lock.json").packages;
+  for (const [path, entry] of Object.entries(lock)) {
+    if (!path.startsWith("node_modules/")) continue;
+    let have = null;
+    try { have = require(`./clients/node/${path}/package.json`).version; } catch {}
+    if (have === null && (entry.optional || entry.dev)) continue;
+    if (have !== entry.version) process.exit(1);
+  }' || [[ ! -f $addon ]]; then
+  for tool in python3 make g++; do
+    command -v "$tool" >/dev/null || fail "$tool is required to compile better-sqlite3 (apt-get install python3 make g++)"
+  done
+  # From source: no prebuilt binary is downloaded from GitHub. The install
+  # script must run (package.json's allowScripts approves it for npm 11).
+  (cd clients/node && npm_config_build_from_source=true npm ci --no-audit --no-fund --ignore-scripts=false --foreground-scripts)
+else
+  echo "npm packages already installed"
+fi
+[[ -f $addon ]] || fail "npm ci did not build better-sqlite3's native addon ($addon): were install scripts disabled (npm config get ignore-scripts)?"
+
+step "building the loadable extension and the loopback service"
+if [[ -z ${OPLITE_SO:-} || ! -f ${OPLITE_SO:-} ]]; then
+  cargo build --release -p oplite
+  OPLITE_SO=$PWD/target/release/liboplite.so
+fi
+nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_powersync_init$' || fail "$OPLITE_SO has no sqlite3_powersync_init"
+cargo build --release -p oplite-test-server
+echo "core: $OPLITE_SO"
+
+step "two runs of the SDK: bundled core, then oplite; comparing"
+OPLITE_SO=$OPLITE_SO OPLITE_TEST_SERVER=$PWD/target/release/oplite-test-server node clients/node/run.mjs
+
+step "done"
