@@ -239,6 +239,10 @@ impl StartOptions {
     pub fn parse(payload: Option<&str>) -> Result<Self> {
         match payload {
             None => Ok(Self::default()),
+            // Only an object: serde would also take a (short) array for a struct.
+            Some(text) if !text.trim_start().starts_with('{') => {
+                Err(invalid("start payload must be a JSON object".to_owned()))
+            }
             Some(text) => serde_json::from_str(text).map_err(|e| invalid(format!("start payload: {e}"))),
         }
     }
