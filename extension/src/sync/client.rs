@@ -229,7 +229,6 @@ impl SyncClient {
     }
 
     fn start(&mut self, db: &Connection, payload: Payload<'_>, out: &mut Vec<Instruction>) -> Result<()> {
-        let stream_options = StartOptions::parse(payload.optional_text("start")?)?;
         let options: JsonValue = match payload.optional_text("start")? {
             Some(text) => serde_json::from_str(text).map_err(|e| OpliteError::InvalidArgument {
                 function: "powersync_control",
@@ -238,6 +237,7 @@ impl SyncClient {
             })?,
             None => JsonValue::Null,
         };
+        let stream_options = StartOptions::parse(payload.optional_text("start")?)?;
         // The streams as stored before this start extends or drops any.
         let status = SyncStatus {
             connecting: true,
