@@ -471,7 +471,7 @@ fn run_seed(seed: u64) -> Coverage {
     let mut session = StreamSession {
         pair: Pair::new(),
         server: ServerModel::new(seed, options),
-        bson: seed % 3 == 0,
+        bson: seed.is_multiple_of(3),
         seen: Coverage::default(),
     };
     for _ in 0..4 {
