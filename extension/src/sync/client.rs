@@ -34,12 +34,12 @@ use rusqlite::Connection;
 use serde_json::Value as JsonValue;
 
 use super::data_line::{store_data_line, KnownKeys};
-use super::instruction::{
-    BucketRequest, CompletedSync, Instruction, Severity, StreamRequest, StreamsRequest,
-};
-use super::line::{BucketChecksum, SyncLine};
+use super::instruction::{BucketRequest, CompletedSync, Instruction, Severity, StreamRequest};
+use super::line::{BucketChecksum, StreamDescription, SyncLine};
+use super::payload::Payload;
 use super::status::{BucketProgress, DownloadProgress, SyncStatus, FULL_SYNC_PRIORITY};
 use super::storage::{self, Counters};
+use super::streams::{self, IterationStreams, StartOptions, StreamProgress};
 use crate::error::{OpliteError, Result, SqliteResultExt};
 use crate::sync_local::{self, ApplyReport, Scope, Setting};
 
@@ -61,6 +61,8 @@ struct TargetCheckpoint {
     last_op_id: i64,
     write_checkpoint: Option<i64>,
     buckets: Vec<BucketChecksum<'static>>,
+    /// The streams of the last full checkpoint line (diffs keep them).
+    streams: Vec<StreamDescription>,
 }
 
 /// One connection of the host to the sync stream, from `start` to its end.
@@ -80,6 +82,8 @@ struct Iteration {
     counters: HashMap<String, Counters>,
     /// Keys stored per bucket, to skip needless lookups.
     known_keys: KnownKeys,
+    /// Stream subscriptions requested by this iteration.
+    streams: IterationStreams,
 }
 
 /// Per-connection sync state.
@@ -170,18 +174,20 @@ impl SyncClient {
                 }
                 return Ok(ControlResult::Value(previous));
             }
-            // Sync streams are not implemented yet: the payloads are checked
-            // as the reference checks them, and nothing changes.
+            // The streams the app uses changed: a changed request needs a
+            // new connection (the reference closes the stream quietly).
             "update_subscriptions" => {
-                let text = payload.text("update_subscriptions")?;
-                serde_json::from_str::<Vec<JsonValue>>(text)
-                    .map_err(|e| invalid_argument(format!("update_subscriptions payload: {e}")))?;
-                self.iteration.as_ref().ok_or_else(no_iteration)?;
+                let active = streams::parse_active_streams(payload.text("update_subscriptions")?)?;
+                let iteration = self.iteration.as_mut().ok_or_else(no_iteration)?;
+                if iteration.streams.update(db, active)? {
+                    self.iteration = None;
+                    out.push(Instruction::CloseSyncStream { hide_disconnect: true });
+                }
             }
+            // Subscribing needs no iteration and returns NULL, as in the reference.
             "subscriptions" => {
-                let text = payload.text("subscriptions")?;
-                serde_json::from_str::<JsonValue>(text)
-                    .map_err(|e| invalid_argument(format!("subscriptions payload: {e}")))?;
+                streams::apply_change(db, payload.text("subscriptions")?)?;
+                return Ok(ControlResult::Value(None));
             }
             other => return Err(invalid_argument(format!("unknown operation {other:?}"))),
         }
@@ -231,15 +237,19 @@ impl SyncClient {
             })?,
             None => JsonValue::Null,
         };
+        let stream_options = StartOptions::parse(payload.optional_text("start")?)?;
+        // The streams as stored before this start extends or drops any.
         let status = SyncStatus {
             connecting: true,
             priority_status: storage::sync_state(db)?,
+            streams: streams::offline(db)?,
             ..Default::default()
         };
         let buckets = storage::requested_buckets(db)?
             .into_iter()
             .map(|(name, after)| BucketRequest { name, after: after.to_string() })
             .collect();
+        let iteration_streams = IterationStreams::start(db, stream_options)?;
         let request = StreamRequest {
             buckets,
             include_checksum: true,
@@ -247,10 +257,7 @@ impl SyncClient {
             binary_data: true,
             client_id: crate::functions::client_id(db)?,
             parameters: options.get("parameters").cloned().unwrap_or(JsonValue::Null),
-            streams: StreamsRequest {
-                include_defaults: options.get("include_defaults").and_then(JsonValue::as_bool).unwrap_or(true),
-                subscriptions: Vec::new(),
-            },
+            streams: iteration_streams.request().clone(),
             app_metadata: options.get("app_metadata").cloned(),
         };
         let token = new_token();
@@ -264,6 +271,7 @@ impl SyncClient {
             deletable: storage::bucket_names(db)?.into_iter().collect(),
             counters: storage::counters(db)?,
             known_keys: KnownKeys::default(),
+            streams: iteration_streams,
         });
         // A start always reports its status, even when unchanged.
         self.last_emitted = None;
@@ -273,11 +281,15 @@ impl SyncClient {
     }
 
     fn stop(&mut self, db: &Connection, out: &mut Vec<Instruction>) -> Result<()> {
-        if self.iteration.take().is_none() {
+        let Some(iteration) = self.iteration.take() else {
             return Ok(());
-        }
-        let status = SyncStatus { priority_status: storage::sync_state(db)?, ..Default::default() };
-        self.iteration = None;
+        };
+        let mut status = SyncStatus {
+            priority_status: storage::sync_state(db)?,
+            streams: iteration.status.streams,
+            ..Default::default()
+        };
+        status.stop_downloading();
         if self.last_emitted.as_ref() != Some(&status) {
             self.last_emitted = Some(status.clone());
             out.push(Instruction::UpdateSyncStatus { status });
@@ -309,8 +321,9 @@ impl SyncClient {
                     last_op_id: checkpoint.last_op_id,
                     write_checkpoint: checkpoint.write_checkpoint,
                     buckets: checkpoint.buckets.into_iter().map(BucketChecksum::into_owned).collect(),
+                    streams: checkpoint.streams,
                 };
-                iteration.set_checkpoint(db, target)?;
+                iteration.set_checkpoint(db, target, out)?;
                 true
             }
             SyncLine::CheckpointDiff(diff) => {
@@ -330,7 +343,7 @@ impl SyncClient {
                         None => target.buckets.push(updated.into_owned()),
                     }
                 }
-                iteration.set_checkpoint(db, target)?;
+                iteration.set_checkpoint(db, target, out)?;
                 true
             }
             SyncLine::CheckpointComplete(_) => {
@@ -356,16 +369,24 @@ impl SyncClient {
                 iteration.refresh_progress();
                 true
             }
-            SyncLine::TokenExpiresIn(seconds) if seconds <= 0 => {
-                out.push(Instruction::FetchCredentials { did_expire: true });
-                out.push(Instruction::CloseSyncStream { hide_disconnect: false });
-                false
-            }
             SyncLine::TokenExpiresIn(seconds) => {
-                if seconds <= 30 {
+                // A keep-alive: the streams in use live on.
+                iteration.streams.keep_alive(db)?;
+                if seconds <= 0 {
+                    out.push(Instruction::FetchCredentials { did_expire: true });
+                    out.push(Instruction::CloseSyncStream { hide_disconnect: false });
+                    false
+                } else if seconds <= 30 {
                     out.push(Instruction::FetchCredentials { did_expire: false });
+                    true
+                } else if iteration.streams.request_changed(db)? {
+                    // Subscriptions expired or changed since the request:
+                    // reconnect with the new one.
+                    out.push(Instruction::CloseSyncStream { hide_disconnect: true });
+                    false
+                } else {
+                    true
                 }
-                true
             }
             SyncLine::Unknown(_) => {
                 out.push(Instruction::log(Severity::Debug, "Unknown sync line"));
@@ -405,7 +426,7 @@ enum CompletionKind {
 }
 
 impl Iteration {
-    fn set_checkpoint(&mut self, db: &Connection, target: TargetCheckpoint) -> Result<()> {
+    fn set_checkpoint(&mut self, db: &Connection, target: TargetCheckpoint, out: &mut Vec<Instruction>) -> Result<()> {
         // Every write first, then memory: an error leaves the iteration as
         // it was, matching the database once the host rolls back.
         let named: HashSet<&str> = target.buckets.iter().map(|b| &*b.bucket).collect();
@@ -426,6 +447,8 @@ impl Iteration {
         } else {
             None
         };
+        let stream_status =
+            streams::resolve(db, &target.streams, &self.streams.requested_ids, &target.buckets, out)?;
 
         for name in &gone {
             self.deletable.remove(name);
@@ -437,12 +460,25 @@ impl Iteration {
         }
         self.checkpoint = Some(target);
         self.pending_apply = false;
+        self.status.streams = stream_status;
         self.refresh_progress();
         Ok(())
     }
 
     fn refresh_progress(&mut self) {
         let Some(checkpoint) = &self.checkpoint else { return };
+        // Per bucket, for the streams: the checkpoint's count (0 when the
+        // server sent none) minus the count at the last apply.
+        let per_bucket: HashMap<&str, StreamProgress> = checkpoint
+            .buckets
+            .iter()
+            .map(|b| {
+                let counters = self.counters.get(&*b.bucket).copied().unwrap_or_default();
+                let total = b.count.unwrap_or(0) - counters.at_last;
+                (&*b.bucket, StreamProgress { total, downloaded: counters.since_last })
+            })
+            .collect();
+        streams::set_progress(&mut self.status.streams, Some(&per_bucket));
         self.status.downloading = Some(DownloadProgress::from_buckets(checkpoint.buckets.iter().map(|b| {
             let counters = self.counters.get(&*b.bucket).copied().unwrap_or_default();
             BucketProgress {
@@ -554,11 +590,12 @@ impl Iteration {
         out.push(log_apply(&report));
         *last_apply = Some(report);
         mark_applied(db, &checkpoint)?;
-        storage::record_sync(db, FULL_SYNC_PRIORITY)?;
+        let synced_at = storage::record_sync(db, FULL_SYNC_PRIORITY)?;
+        streams::mark_synced(db, &mut self.status.streams, None, synced_at)?;
         self.pending_apply = false;
         self.counters = storage::counters(db)?;
         self.status.priority_status = storage::sync_state(db)?;
-        self.status.downloading = None;
+        self.status.stop_downloading();
         self.status.internal_last_applied_checkpoint_request_id = checkpoint.write_checkpoint.map(|wc| wc.to_string());
 
         match kind {
@@ -603,7 +640,8 @@ impl Iteration {
         out.push(log_apply(&report));
         *last_apply = Some(report);
         storage::mark_buckets_applied(db, &ids, checkpoint.last_op_id)?;
-        storage::record_sync(db, priority)?;
+        let synced_at = storage::record_sync(db, priority)?;
+        streams::mark_synced(db, &mut self.status.streams, Some(priority), synced_at)?;
         self.status.priority_status = storage::sync_state(db)?;
         Ok(true)
     }
@@ -649,52 +687,4 @@ fn protocol_error(encoding: &'static str) -> impl Fn(OpliteError) -> OpliteError
 
 fn invalid_argument(message: String) -> OpliteError {
     OpliteError::InvalidArgument { function: "powersync_control", message, type_mismatch: false }
-}
-
-/// The second argument of `powersync_control`.
-#[derive(Clone, Copy)]
-pub enum Payload<'a> {
-    /// SQL NULL.
-    Null,
-    /// Text.
-    Text(&'a str),
-    /// A blob.
-    Blob(&'a [u8]),
-    /// An integer.
-    Integer(i64),
-    /// Anything else.
-    Other,
-}
-
-impl<'a> Payload<'a> {
-    fn text(self, op: &str) -> Result<&'a str> {
-        match self {
-            Payload::Text(text) => Ok(text),
-            _ => Err(invalid_argument(format!("{op} needs a text payload"))),
-        }
-    }
-
-    fn optional_text(self, op: &str) -> Result<Option<&'a str>> {
-        match self {
-            Payload::Null => Ok(None),
-            other => other.text(op).map(Some),
-        }
-    }
-
-    fn bytes(self, op: &str) -> Result<&'a [u8]> {
-        match self {
-            Payload::Blob(bytes) => Ok(bytes),
-            Payload::Text(text) => Ok(text.as_bytes()),
-            _ => Err(invalid_argument(format!("{op} needs a blob payload"))),
-        }
-    }
-
-    fn optional_int(self, message: &str) -> Result<Option<i64>> {
-        match self {
-            Payload::Null => Ok(None),
-            Payload::Integer(i) => Ok(Some(i)),
-            Payload::Text(text) => text.trim().parse().map(Some).map_err(|_| invalid_argument(message.into())),
-            _ => Err(invalid_argument(message.into())),
-        }
-    }
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value as JsonValue;
 
 use super::status::SyncStatus;
+use super::streams::StreamsRequest;
 
 /// Severity of a [`Instruction::LogLine`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -96,15 +97,6 @@ pub struct BucketRequest {
     pub name: String,
     /// The last op id held, as a decimal string.
     pub after: String,
-}
-
-/// The `streams` part of a [`StreamRequest`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct StreamsRequest {
-    /// Whether the server should include default streams.
-    pub include_defaults: bool,
-    /// Explicit subscriptions.
-    pub subscriptions: Vec<JsonValue>,
 }
 
 impl Instruction {

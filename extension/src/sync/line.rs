@@ -48,6 +48,9 @@ pub struct Checkpoint<'a> {
     /// Every bucket with its checksum.
     #[serde(borrow)]
     pub buckets: Vec<BucketChecksum<'a>>,
+    /// The streams the server syncs for this client.
+    #[serde(default)]
+    pub streams: Vec<StreamDescription>,
 }
 
 /// `{"checkpoint_diff": ...}`
@@ -81,6 +84,9 @@ pub struct BucketChecksum<'a> {
     /// The number of ops in the bucket, for progress.
     #[serde(default)]
     pub count: Option<i64>,
+    /// The streams the bucket is synced for.
+    #[serde(default)]
+    pub subscriptions: Vec<BucketSubscription>,
 }
 
 impl BucketChecksum<'_> {
@@ -96,7 +102,98 @@ impl BucketChecksum<'_> {
             checksum: self.checksum,
             priority: self.priority,
             count: self.count,
+            subscriptions: self.subscriptions,
         }
+    }
+}
+
+/// A stream the server included in a checkpoint.
+#[derive(Clone, Debug, Deserialize)]
+pub struct StreamDescription {
+    /// The stream's name.
+    pub name: String,
+    /// Whether the server syncs it without a subscription.
+    pub is_default: bool,
+    /// Subscriptions to it the server could not resolve.
+    pub errors: Vec<StreamError>,
+}
+
+/// A subscription the server could not resolve.
+#[derive(Clone, Debug, Deserialize)]
+pub struct StreamError {
+    /// Which subscription.
+    pub subscription: ErrorSource,
+    /// The server's explanation.
+    pub message: String,
+}
+
+/// What a [`StreamError`] is about: the default subscription (any string)
+/// or the request's explicit subscription at an index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorSource {
+    /// The stream's default subscription.
+    Default,
+    /// `streams.subscriptions[i]` of the request.
+    Explicit(usize),
+}
+
+impl<'de> Deserialize<'de> for ErrorSource {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SourceVisitor;
+        impl Visitor<'_> for SourceVisitor {
+            type Value = ErrorSource;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"default\" or the index of a requested subscription")
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<ErrorSource, E> {
+                Ok(ErrorSource::Default)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ErrorSource, E> {
+                usize::try_from(v).map(ErrorSource::Explicit).map_err(|_| E::custom("subscription index too large"))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ErrorSource, E> {
+                usize::try_from(v)
+                    .map(ErrorSource::Explicit)
+                    .map_err(|_| E::custom(format!("subscription index {v} is negative")))
+            }
+        }
+        deserializer.deserialize_any(SourceVisitor)
+    }
+}
+
+/// Why a checkpoint bucket is synced: `{"default": i}` (the checkpoint's
+/// stream i) or `{"sub": i}` (the request's subscription i).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BucketSubscription {
+    /// Derived from the default stream at this index of the checkpoint's streams.
+    Default(usize),
+    /// Derived from the explicit subscription at this index of the request.
+    Explicit(usize),
+}
+
+impl<'de> Deserialize<'de> for BucketSubscription {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ReasonVisitor;
+        impl<'de> Visitor<'de> for ReasonVisitor {
+            type Value = BucketSubscription;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a bucket subscription: {\"default\": index} or {\"sub\": index}")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let key: Cow<'de, str> =
+                    map.next_key()?.ok_or_else(|| de::Error::custom("empty bucket subscription object"))?;
+                let reason = match &*key {
+                    "default" => BucketSubscription::Default(map.next_value()?),
+                    "sub" => BucketSubscription::Explicit(map.next_value()?),
+                    other => return Err(de::Error::unknown_variant(other, &["default", "sub"])),
+                };
+                if map.next_key::<IgnoredAny>()?.is_some() {
+                    return Err(de::Error::custom("a bucket subscription has exactly one key"));
+                }
+                Ok(reason)
+            }
+        }
+        deserializer.deserialize_map(ReasonVisitor)
     }
 }
 

@@ -17,8 +17,10 @@ pub mod client;
 pub mod data_line;
 pub mod instruction;
 pub mod line;
+pub mod payload;
 pub mod status;
 pub mod storage;
+pub mod streams;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -29,7 +31,8 @@ use rusqlite::Connection;
 use crate::error::{OpliteError, Result};
 use crate::functions::{require_transaction, text_arg};
 use crate::sqlite::{register_scalar, Purity};
-use client::{ControlResult, Payload, SyncClient};
+use client::{ControlResult, SyncClient};
+use payload::Payload;
 use crate::sync_local::{Setting, Strategy};
 use status::SyncStatus;
 
@@ -121,7 +124,11 @@ pub fn register(db: &Connection) -> Result<()> {
         0,
         Purity::DirectOnly,
         Box::new(|db, _| {
-            let status = SyncStatus { priority_status: storage::sync_state(db)?, ..Default::default() };
+            let status = SyncStatus {
+                priority_status: storage::sync_state(db)?,
+                streams: streams::offline(db)?,
+                ..Default::default()
+            };
             Ok(Value::Text(serde_json::to_string(&status).unwrap_or_default()))
         }),
     )

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
+use super::streams::{self, StreamStatus};
+
 /// The priority recorded in `ps_sync_state` for a full sync.
 pub const FULL_SYNC_PRIORITY: i32 = 2147483647;
 
@@ -25,11 +27,20 @@ pub struct SyncStatus {
     pub priority_status: Vec<PriorityStatus>,
     /// Download progress while a checkpoint is being downloaded.
     pub downloading: Option<DownloadProgress>,
-    /// Stream subscriptions (none yet).
-    pub streams: Vec<serde_json::Value>,
+    /// Stream subscriptions, with their download progress.
+    pub streams: Vec<StreamStatus>,
     /// The write checkpoint of the last applied checkpoint, when it had one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub internal_last_applied_checkpoint_request_id: Option<String>,
+}
+
+impl SyncStatus {
+    /// No checkpoint is being downloaded any more: no progress to report,
+    /// for priorities or streams.
+    pub fn stop_downloading(&mut self) {
+        self.downloading = None;
+        streams::set_progress(&mut self.streams, None);
+    }
 }
 
 /// One row of `ps_sync_state`.

@@ -37,12 +37,13 @@ pub struct Pair {
     pub extra_queries: Vec<(String, String)>,
 }
 
-/// Timestamps differ between runs and cores: zero them.
+/// Timestamps differ between runs and cores: zero them (sync times, and
+/// stream subscriptions' expiry).
 pub fn normalise(value: &mut Value) {
     match value {
         Value::Object(map) => {
             for (key, v) in map.iter_mut() {
-                if key == "last_synced_at" && v.is_number() {
+                if (key == "last_synced_at" || key == "expires_at") && v.is_number() {
                     *v = Value::from(0);
                 } else {
                     normalise(v);
@@ -101,6 +102,18 @@ const SNAPSHOT_QUERIES: &[(&str, &str)] = &[
     // oplite_sync_iteration: oplite's own (a random token per iteration).
     ("ps_kv", "SELECT key, CAST(value AS TEXT) FROM ps_kv WHERE key NOT IN ('client_id', 'oplite_sync_iteration') ORDER BY 1"),
     ("ps_crud", "SELECT id, data, tx_id FROM ps_crud ORDER BY id"),
+    // Times come from each core's clock: compare whether they are set, and
+    // that an expiry is about now + ttl (within a minute).
+    (
+        "ps_stream_subscriptions",
+        "SELECT id, stream_name, active, is_default, local_priority, local_params, ttl,
+                CASE WHEN expires_at IS NULL THEN 'none'
+                     WHEN ttl IS NULL THEN 'set'
+                     WHEN abs(expires_at - ttl * 1000000 - unixepoch('subsec') * 1000000) < 60000000 THEN 'now+ttl'
+                     ELSE 'other' END,
+                last_synced_at IS NOT NULL
+         FROM ps_stream_subscriptions ORDER BY id",
+    ),
 ];
 
 /// Rows of `sql`, rendered as text.
@@ -152,6 +165,24 @@ impl Pair {
         assert_eq!(ours, theirs, "answers differ for {op}\n{}", self.context());
         self.assert_same_tables();
         ours
+    }
+
+    /// Calls `powersync_control` on both, expecting both to fail (error
+    /// codes differ by design), and asserts the tables are unchanged alike.
+    pub fn control_fails(&mut self, op: &str, arg: Arg<'_>) {
+        let shown = match &arg {
+            Arg::Text(t) => t.chars().take(300).collect(),
+            _ => "<non-text>".to_owned(),
+        };
+        self.trace.push(format!("{op}({shown}) [expected to fail]"));
+        let ours = call(&self.ours, op, &arg);
+        let theirs = call(&self.theirs, op, &arg);
+        assert!(
+            matches!((&ours, &theirs), (Answer::Error(_), Answer::Error(_))),
+            "expected both to fail: ours {ours:?}, theirs {theirs:?}\n{}",
+            self.context()
+        );
+        self.assert_same_tables();
     }
 
     /// Runs the same SQL on both.
