@@ -80,8 +80,9 @@ pub fn migrate_to(db: &Connection, target: i64) -> Result<()> {
         });
     }
     let mut version = current_version(db)?;
-    if version > LATEST_VERSION && adopt::is_core_database(db)? {
-        // The PowerSync core's history, not a newer oplite's (see adopt.rs).
+    if adopt::is_core_database(db)? {
+        // The PowerSync core's tables and history, whatever its version
+        // number reads as in oplite's numbering (see adopt.rs).
         adopt::adopt(db, version, step_down)?;
         record(db, &MIGRATIONS[0])?;
         version = MIGRATIONS[0].version;

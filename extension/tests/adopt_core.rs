@@ -134,20 +134,41 @@ fn a_core_database_is_adopted_and_syncs_on_like_the_core() {
 
 #[test]
 fn an_older_core_database_is_refused_and_left_alone() {
-    let dir = TempDir::new("adopt-old");
-    let path = core_database(&dir);
-    {
-        let db = open_with_core(&path);
-        // What an older core would have recorded (the tables are not what
-        // matters: oplite must not touch them).
-        db.execute("DELETE FROM ps_migration WHERE id > 12", []).unwrap();
+    // 12: an older core. 2: an older core whose version number is also one
+    // of oplite's, so the tables, not the number, must tell who wrote them.
+    for version in [12, 2] {
+        let dir = TempDir::new("adopt-old");
+        let path = core_database(&dir);
+        {
+            let db = open_with_core(&path);
+            // What an older core would have recorded (the tables are not what
+            // matters: oplite must not touch them).
+            db.execute("DELETE FROM ps_migration WHERE id > ?1", [version]).unwrap();
+        }
+        let db = open_file(&path, None);
+        let before = migration_ids(&db);
+        let err = init(&db).unwrap_err().to_string();
+        assert!(err.contains("older PowerSync core") && err.contains(&format!("version {version}")), "{err}");
+        assert_eq!(migration_ids(&db), before);
+        assert_eq!(stored_crud(&db).len(), 2, "the queued uploads are still there");
     }
+}
+
+/// The SDKs never call powersync_init: they open the database and hand over
+/// their schema, so powersync_replace_schema must adopt too.
+#[test]
+fn replace_schema_alone_adopts_a_core_database() {
+    let dir = TempDir::new("adopt-sdk");
+    let path = core_database(&dir);
     let db = open_file(&path, None);
-    let before = migration_ids(&db);
-    let err = init(&db).unwrap_err().to_string();
-    assert!(err.contains("older PowerSync core") && err.contains("version 12"), "{err}");
-    assert_eq!(migration_ids(&db), before);
-    assert_eq!(stored_crud(&db).len(), 2, "the queued uploads are still there");
+    replace_schema(&db, NOTES_SCHEMA);
+    assert_eq!(migration_ids(&db), (1..=LATEST_VERSION).collect::<Vec<_>>());
+    let notes: i64 = db.query_row("SELECT count(*) FROM notes", [], |r| r.get(0)).unwrap();
+    assert!(notes > 0, "the synced notes survive");
+    assert_eq!(stored_crud(&db).len(), 2, "the queued uploads survive");
+    let typed: String =
+        db.query_row("SELECT sql FROM sqlite_master WHERE name = 'ps_data__notes'", [], |r| r.get(0)).unwrap();
+    assert!(typed.contains("\"body\""), "{typed}");
 }
 
 #[test]

@@ -11,12 +11,18 @@
 //! Behaviour, checked against the reference core 0.5.3 (see the tests): a
 //! key ending in a JSON string literal that starts after the first
 //! character has that literal decoded (`a/b/"c"` → `a/b/c`,
-//! `t/i/"x\"y"` → `t/i/x"y`); any other text is NULL (`a/b/c`, `"a"`,
-//! `a/"b` and literals with invalid escapes); a non-text argument is an
-//! error. The opening quote is found walking back from the closing one, a
-//! quote counting as escaped when exactly one backslash precedes it (the
-//! reference's rule, which differs from JSON's backslash parity only for
-//! keys no SDK writes, such as ones ending in `\""`).
+//! `t/i/"x\"y"` → `t/i/x"y`); a non-text argument is an error. The opening
+//! quote is found walking back from the closing one, a quote counting as
+//! escaped when exactly one backslash precedes it (the reference's rule,
+//! which differs from JSON's backslash parity only for keys no SDK writes,
+//! such as ones ending in `\""`).
+//!
+//! One deliberate difference: any other key (`a/b/c`, every key a current
+//! client writes) comes back unchanged, where the reference returns NULL.
+//! The SDKs' UPDATE has no WHERE clause, so with the reference a database
+//! first synced by another host loses every oplog key to that repair, and a
+//! later REMOVE no longer finds the op it supersedes (the row is never
+//! deleted). Keeping the key makes the repair harmless.
 
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::Connection;
@@ -64,7 +70,7 @@ pub(super) fn register(db: &Connection) -> Result<()> {
                     message: "argument 1 is not valid UTF-8".into(),
                     type_mismatch: false,
                 })?;
-                Ok(remove_duplicate_key_encoding(key).map(Value::Text).unwrap_or(Value::Null))
+                Ok(Value::Text(remove_duplicate_key_encoding(key).unwrap_or_else(|| key.to_owned())))
             }
             other => Err(OpliteError::InvalidArgument {
                 function: NAME,

@@ -28,17 +28,15 @@ use super::quote::{identifier, json_path, string};
 use super::rows;
 use super::triggers::create_triggers;
 use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::migrations::{current_version, LATEST_VERSION};
 
 /// Applies `json` as the app's schema.
 pub fn replace_schema(db: &Connection, json: &str) -> Result<()> {
     let schema = Schema::parse(json)?;
     with_savepoint(db, || {
         // As in the reference core, which the SDKs rely on: they call
-        // powersync_replace_schema on a new database without powersync_init.
-        if current_version(db)? < LATEST_VERSION {
-            crate::functions::powersync_init(db)?;
-        }
+        // powersync_replace_schema without powersync_init, on a new database
+        // or one another core wrote (adopted here, see adopt.rs).
+        crate::functions::powersync_init(db)?;
         apply(db, &schema)
     })
 }
