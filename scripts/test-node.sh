@@ -19,8 +19,9 @@ fail() { echo "scripts/test-node.sh: $*" >&2; exit 1; }
 step "checking tools"
 command -v node >/dev/null || fail "node (20 or newer) is required"
 command -v npm >/dev/null || fail "npm is required"
-node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
-  fail "node 20 or newer is required, found $(node --version)"
+# npm 11 needs Node 20.17 or newer (22.9 on the 22 line).
+node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 17) ? 0 : 1)' ||
+  fail "node 20.17 or newer is required, found $(node --version)"
 echo "node $(node --version), npm $(npm --version)"
 
 step "installing the SDK (npm ci in clients/node)"
@@ -41,6 +42,13 @@ if ! node -e '
   done
   # From source: no prebuilt binary is downloaded from GitHub. The install
   # script must run (package.json's allowScripts approves it for npm 11).
+  # node-gyp compiles against the installed Node's own headers when they
+  # are there (Debian/NodeSource packages ship them in <prefix>/include/node),
+  # instead of downloading them from nodejs.org, which CI cannot reach.
+  prefix=$(node -p 'require("path").resolve(process.execPath, "../..")')
+  if [[ -z ${npm_config_nodedir:-} && -f $prefix/include/node/node_api.h ]]; then
+    export npm_config_nodedir=$prefix
+  fi
   (cd clients/node && npm_config_build_from_source=true npm ci --no-audit --no-fund --ignore-scripts=false --foreground-scripts)
 else
   echo "npm packages already installed"

@@ -18,10 +18,13 @@ const { values: args } = parseArgs({
     dir: { type: 'string' },
     out: { type: 'string' },
     rows: { type: 'string', default: '100000' },
-    'drop-after': { type: 'string', default: '40' },
+    // Default: 40 lines at 100k rows (the initial sync is about 100 lines),
+    // scaled with --rows so the cut always lands inside the first stream.
+    'drop-after': { type: 'string' },
   },
 });
 const ROWS = Number(args.rows);
+args['drop-after'] ??= String(Math.max(8, Math.round((40 * ROWS) / 100000)));
 const url = args.url;
 const t0 = performance.now();
 const elapsed = () => Math.round(performance.now() - t0);
