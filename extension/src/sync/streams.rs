@@ -32,6 +32,7 @@
 //! subscriptions.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -307,7 +308,7 @@ pub fn extend_ttl(db: &Connection, streams: &[StreamKey]) -> Result<()> {
 
 /// The streams of one sync iteration: fixed at `start` except for the
 /// streams the app uses, which `update_subscriptions` may replace.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct IterationStreams {
     include_defaults: bool,
     active: Vec<StreamKey>,
@@ -393,9 +394,10 @@ pub struct StreamStatus {
     pub last_synced_at: Option<i64>,
     /// Download progress of the current checkpoint.
     pub progress: StreamProgress,
-    /// Checkpoint buckets synced because of this stream.
+    /// Checkpoint buckets synced because of this stream (shared with the
+    /// copy of the status the sync client keeps while a call runs).
     #[serde(skip)]
-    pub buckets: BTreeSet<String>,
+    pub buckets: Arc<BTreeSet<String>>,
 }
 
 impl StreamStatus {
@@ -434,7 +436,7 @@ impl Row {
             expires_at: self.expires_at,
             last_synced_at: self.last_synced_at,
             progress: StreamProgress::default(),
-            buckets: BTreeSet::new(),
+            buckets: Arc::default(),
         }
     }
 }
@@ -585,7 +587,7 @@ pub fn resolve(
                 }
             };
             if let Some(status) = target.map(|i| &mut statuses[i]) {
-                status.buckets.insert(bucket.bucket.to_string());
+                Arc::make_mut(&mut status.buckets).insert(bucket.bucket.to_string());
                 let priority = bucket.priority();
                 status.priority = Some(status.priority.map_or(priority, |own| own.max(priority)));
             }
