@@ -462,10 +462,11 @@ impl Iteration {
 
         // The server's counts no longer fit ours (compaction, a CLEAR):
         // start progress from zero for every bucket, as the reference does.
+        // A bucket without a count counts as 0 there.
         let stale = target.buckets.iter().any(|b| {
             // (A bucket named here is never one of those just deleted.)
             let counters = self.counters.get(&*b.bucket).copied().unwrap_or_default();
-            b.count.is_some_and(|count| count < counters.at_last + counters.since_last)
+            b.count.unwrap_or(0) < counters.at_last + counters.since_last
         });
         let reset = if stale {
             storage::reset_counters(db)?;
@@ -494,14 +495,15 @@ impl Iteration {
 
     fn refresh_progress(&mut self) {
         let Some(checkpoint) = &self.checkpoint else { return };
-        // Per bucket, for the streams: the checkpoint's count (0 when the
-        // server sent none) minus the count at the last apply.
+        // Per bucket, for the streams: the checkpoint's count minus the
+        // count at the last apply (0 when the server sent no count, as for
+        // the priorities' target_count and in the reference).
         let per_bucket: HashMap<&str, StreamProgress> = checkpoint
             .buckets
             .iter()
             .map(|b| {
                 let counters = self.counters.get(&*b.bucket).copied().unwrap_or_default();
-                let total = b.count.unwrap_or(0) - counters.at_last;
+                let total = b.count.map_or(0, |count| count - counters.at_last);
                 (&*b.bucket, StreamProgress { total, downloaded: counters.since_last })
             })
             .collect();
@@ -676,7 +678,9 @@ impl Iteration {
 
 /// Bucket bookkeeping after a full apply: every bucket has applied what it
 /// downloaded; the checkpoint's buckets are at its op id with their counts
-/// taken as the new baseline.
+/// taken as the new baseline. A bucket without a count keeps counting its
+/// downloads (as the reference does; its next checkpoint then resets every
+/// bucket's progress, see `set_checkpoint`).
 fn mark_applied(db: &Connection, checkpoint: &TargetCheckpoint) -> Result<()> {
     const CONTEXT: &str = "recording the applied checkpoint";
     // OR FAIL: multi-row updates then need no statement journal, which
