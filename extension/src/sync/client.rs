@@ -41,12 +41,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use rusqlite::Connection;
-use serde_json::Value as JsonValue;
 
 use super::data_line::{store_data_line, KnownKeys};
 use super::instruction::{BucketRequest, CompletedSync, Instruction, Severity, StreamRequest};
 use super::line::{BucketChecksum, StreamDescription, SyncLine};
-use super::payload::Payload;
+use super::payload::{invalid_argument, Payload};
 use super::status::{BucketProgress, DownloadProgress, SyncStatus, FULL_SYNC_PRIORITY};
 use super::storage::{self, Counters};
 use super::streams::{self, IterationStreams, StartOptions, StreamProgress};
@@ -256,15 +255,7 @@ impl SyncClient {
     }
 
     fn start(&mut self, db: &Connection, payload: Payload<'_>, out: &mut Vec<Instruction>) -> Result<()> {
-        let options: JsonValue = match payload.optional_text("start")? {
-            Some(text) => serde_json::from_str(text).map_err(|e| OpliteError::InvalidArgument {
-                function: "powersync_control",
-                message: format!("start payload is not valid JSON: {e}"),
-                type_mismatch: false,
-            })?,
-            None => JsonValue::Null,
-        };
-        let stream_options = StartOptions::parse(payload.optional_text("start")?)?;
+        let options = StartOptions::parse(payload.optional_text("start")?)?;
         // The streams as stored before this start extends or drops any.
         let status = SyncStatus {
             connecting: true,
@@ -276,16 +267,16 @@ impl SyncClient {
             .into_iter()
             .map(|(name, after)| BucketRequest { name, after: after.to_string() })
             .collect();
-        let iteration_streams = IterationStreams::start(db, stream_options)?;
+        let iteration_streams = IterationStreams::start(db, options.active_streams, options.include_defaults)?;
         let request = StreamRequest {
             buckets,
             include_checksum: true,
             raw_data: true,
             binary_data: true,
             client_id: crate::functions::client_id(db)?,
-            parameters: options.get("parameters").cloned().unwrap_or(JsonValue::Null),
+            parameters: options.parameters,
             streams: iteration_streams.request().clone(),
-            app_metadata: options.get("app_metadata").cloned(),
+            app_metadata: options.app_metadata,
         };
         let token = new_token();
         storage::set_kv_text(db, OWNER_KEY, &owner_value(&token, 0))?;
@@ -721,13 +712,11 @@ fn protocol_error(encoding: &'static str) -> impl Fn(OpliteError) -> OpliteError
     move |err| OpliteError::Protocol { message: format!("invalid {encoding} line: {err}") }
 }
 
-fn invalid_argument(message: String) -> OpliteError {
-    OpliteError::InvalidArgument { function: "powersync_control", message, type_mismatch: false }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Instant;
+
+    use serde_json::Value as JsonValue;
 
     use super::*;
 

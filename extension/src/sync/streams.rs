@@ -37,9 +37,11 @@ use std::sync::Arc;
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
+use serde_json::Value as JsonValue;
 
 use super::instruction::{Instruction, Severity};
 use super::line::{BucketChecksum, BucketSubscription, ErrorSource, StreamDescription};
+use super::payload::invalid_argument;
 use crate::error::{OpliteError, Result, SqliteResultExt};
 
 /// TTL of an explicit subscription when the app names none: one day.
@@ -67,7 +69,11 @@ const SQL_UNSUBSCRIBE: &str =
 const SQL_EXTEND_TTL: &str = "UPDATE ps_stream_subscriptions SET expires_at = ?3 + ttl * 1000000
   WHERE stream_name = ?1 AND local_params = ?2 AND ttl IS NOT NULL";
 
-/// SQL: drop expired rows and rows that are neither explicit nor active (?1 now).
+/// SQL: whether a row is expired or neither explicit nor active (?1 now).
+const SQL_ANY_OUTDATED: &str = "SELECT EXISTS(SELECT 1 FROM ps_stream_subscriptions
+  WHERE expires_at < ?1 OR (ttl IS NULL AND NOT active))";
+
+/// SQL: drop those rows (?1 now).
 const SQL_DELETE_OUTDATED: &str =
     "DELETE FROM ps_stream_subscriptions WHERE expires_at < ?1 OR (ttl IS NULL AND NOT active)";
 
@@ -92,10 +98,6 @@ const SQL_DELETE: &str = "DELETE FROM ps_stream_subscriptions WHERE id = ?1";
 
 /// SQL: a stream's data was applied (?1 id, ?2 time).
 const SQL_MARK_SYNCED: &str = "UPDATE ps_stream_subscriptions SET last_synced_at = ?2 WHERE id = ?1";
-
-fn invalid(message: String) -> OpliteError {
-    OpliteError::InvalidArgument { function: "powersync_control", message, type_mismatch: false }
-}
 
 /// The current time in microseconds since the epoch.
 pub fn now_micros(db: &Connection) -> Result<i64> {
@@ -184,12 +186,12 @@ pub enum SubscriptionChange {
 /// nothing.
 pub fn apply_change(db: &Connection, payload: &str) -> Result<()> {
     let change: SubscriptionChange =
-        serde_json::from_str(payload).map_err(|e| invalid(format!("subscriptions payload: {e}")))?;
+        serde_json::from_str(payload).map_err(|e| invalid_argument(format!("subscriptions payload: {e}")))?;
     match change {
         SubscriptionChange::Subscribe { stream, ttl, priority } => {
             if let Some(p) = priority {
                 if !(0..i32::MAX).contains(&p) {
-                    return Err(invalid(format!(
+                    return Err(invalid_argument(format!(
                         "subscriptions payload: priority {p} of stream {:?} is not a bucket priority (0 or more)",
                         stream.name
                     )));
@@ -211,12 +213,18 @@ pub fn apply_change(db: &Connection, payload: &str) -> Result<()> {
 
 /// Decodes the `update_subscriptions` payload: the streams the app uses.
 pub fn parse_active_streams(payload: &str) -> Result<Vec<StreamKey>> {
-    serde_json::from_str(payload).map_err(|e| invalid(format!("update_subscriptions payload: {e}")))
+    serde_json::from_str(payload).map_err(|e| invalid_argument(format!("update_subscriptions payload: {e}")))
 }
 
-/// The stream options of a `start` payload.
+/// The `start` payload.
 #[derive(Debug, Deserialize)]
 pub struct StartOptions {
+    /// Sync parameters, passed to the server (`null` when absent).
+    #[serde(default)]
+    pub parameters: JsonValue,
+    /// App metadata, passed to the server when present (even as `null`).
+    #[serde(default, deserialize_with = "present")]
+    pub app_metadata: Option<JsonValue>,
     /// Streams the app uses now: their TTLs are extended.
     #[serde(default)]
     pub active_streams: Vec<StreamKey>,
@@ -229,23 +237,40 @@ fn yes() -> bool {
     true
 }
 
+/// A field that is present, `null` included (absent: the default, None).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Option<JsonValue>, D::Error> {
+    JsonValue::deserialize(deserializer).map(Some)
+}
+
 impl Default for StartOptions {
     fn default() -> Self {
-        StartOptions { active_streams: Vec::new(), include_defaults: true }
+        StartOptions {
+            parameters: JsonValue::Null,
+            app_metadata: None,
+            active_streams: Vec::new(),
+            include_defaults: true,
+        }
     }
 }
 
 impl StartOptions {
-    /// Decodes the stream options of a `start` payload (NULL: defaults).
+    /// Decodes a `start` payload (NULL: defaults).
     pub fn parse(payload: Option<&str>) -> Result<Self> {
-        match payload {
-            None => Ok(Self::default()),
-            // Only an object: serde would also take a (short) array for a struct.
-            Some(text) if !text.trim_start().starts_with('{') => {
-                Err(invalid("start payload must be a JSON object".to_owned()))
-            }
-            Some(text) => serde_json::from_str(text).map_err(|e| invalid(format!("start payload: {e}"))),
+        let Some(text) = payload else { return Ok(Self::default()) };
+        // Only an object: serde would also take a (short) array for a struct.
+        if !text.trim_start().starts_with('{') {
+            return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                Ok(_) => invalid_argument("start payload must be a JSON object".to_owned()),
+                Err(e) => invalid_argument(format!("start payload is not valid JSON: {e}")),
+            });
         }
+        serde_json::from_str(text).map_err(|e| {
+            if e.is_syntax() || e.is_eof() {
+                invalid_argument(format!("start payload is not valid JSON: {e}"))
+            } else {
+                invalid_argument(format!("start payload: {e}"))
+            }
+        })
     }
 }
 
@@ -270,11 +295,17 @@ pub struct StreamsRequest {
 }
 
 impl StreamsRequest {
-    /// Deletes outdated rows, then lists explicit subscriptions with their
-    /// row ids (bucket `{"sub": i}` and error indexes refer to that order).
-    pub fn collect(db: &Connection, include_defaults: bool) -> Result<(Self, Vec<i64>)> {
+    /// Deletes outdated rows (expired, or neither explicit nor active), then
+    /// lists explicit subscriptions with their row ids (bucket `{"sub": i}`
+    /// and error indexes refer to that order). Runs on every keep-alive, so
+    /// it writes only when a row is outdated: otherwise a read transaction
+    /// stays one.
+    pub fn prune_and_list(db: &Connection, include_defaults: bool) -> Result<(Self, Vec<i64>)> {
         const CONTEXT: &str = "listing stream subscriptions";
-        db.execute(SQL_DELETE_OUTDATED, [now_micros(db)?]).context(CONTEXT)?;
+        let now = now_micros(db)?;
+        if db.query_row(SQL_ANY_OUTDATED, [now], |r| r.get::<_, bool>(0)).context(CONTEXT)? {
+            db.execute(SQL_DELETE_OUTDATED, [now]).context(CONTEXT)?;
+        }
         let mut stmt = db.prepare(SQL_EXPLICIT).context(CONTEXT)?;
         let rows = stmt
             .query_map([], |r| {
@@ -318,16 +349,12 @@ pub struct IterationStreams {
 }
 
 impl IterationStreams {
-    /// Extends the active streams' TTLs and builds the request.
-    pub fn start(db: &Connection, options: StartOptions) -> Result<Self> {
-        extend_ttl(db, &options.active_streams)?;
-        let (request, requested_ids) = StreamsRequest::collect(db, options.include_defaults)?;
-        Ok(IterationStreams {
-            include_defaults: options.include_defaults,
-            active: options.active_streams,
-            request,
-            requested_ids,
-        })
+    /// Extends the TTLs of the streams in use (`active`) and builds the
+    /// request.
+    pub fn start(db: &Connection, active: Vec<StreamKey>, include_defaults: bool) -> Result<Self> {
+        extend_ttl(db, &active)?;
+        let (request, requested_ids) = StreamsRequest::prune_and_list(db, include_defaults)?;
+        Ok(IterationStreams { include_defaults, active, request, requested_ids })
     }
 
     /// The `streams` part of the sync request.
@@ -343,7 +370,7 @@ impl IterationStreams {
     /// Whether the request built now (after dropping outdated rows) differs
     /// from the one this iteration was opened with.
     pub fn request_changed(&self, db: &Connection) -> Result<bool> {
-        let (now, _) = StreamsRequest::collect(db, self.include_defaults)?;
+        let (now, _) = StreamsRequest::prune_and_list(db, self.include_defaults)?;
         Ok(now != self.request)
     }
 
@@ -692,6 +719,22 @@ mod tests {
     }
 
     #[test]
+    fn listing_the_request_writes_only_when_a_row_is_outdated() {
+        let db = db();
+        apply_change(&db, r#"{"subscribe":{"stream":{"name":"a"}}}"#).unwrap();
+        // A keep-alive lists the request each time: with nothing to drop it
+        // must not write (query_only fails any write, even of no rows).
+        db.execute_batch("PRAGMA query_only = 1").unwrap();
+        let (request, ids) = StreamsRequest::prune_and_list(&db, true).unwrap();
+        assert_eq!((request.subscriptions.len(), ids), (1, vec![1]));
+        db.execute_batch("PRAGMA query_only = 0").unwrap();
+        apply_change(&db, r#"{"unsubscribe":{"name":"a"}}"#).unwrap();
+        let (request, _) = StreamsRequest::prune_and_list(&db, true).unwrap();
+        assert!(request.subscriptions.is_empty());
+        assert!(table(&db).is_empty());
+    }
+
+    #[test]
     fn checkpoint_lines_decode_stream_fields() {
         let reasons: Vec<BucketSubscription> = serde_json::from_str(r#"[{"default":1},{"sub":0}]"#).unwrap();
         assert_eq!(reasons, [BucketSubscription::Default(1), BucketSubscription::Explicit(0)]);
@@ -710,7 +753,7 @@ mod tests {
         let db = db();
         apply_change(&db, r#"{"subscribe":{"stream":{"name":"x","params":[1]}}}"#).unwrap();
         db.execute_batch("INSERT INTO ps_stream_subscriptions (stream_name, active) VALUES ('gone', 1)").unwrap();
-        let (_, ids) = StreamsRequest::collect(&db, true).unwrap();
+        let (_, ids) = StreamsRequest::prune_and_list(&db, true).unwrap();
         assert_eq!(ids, [1]);
         let streams: Vec<StreamDescription> = serde_json::from_str(
             r#"[{"name":"d","is_default":true,"errors":[]},
