@@ -47,6 +47,13 @@ use crate::error::{OpliteError, Result, SqliteResultExt};
 /// TTL of an explicit subscription when the app names none: one day.
 pub const DEFAULT_TTL_SECONDS: i64 = 60 * 60 * 24;
 
+/// The largest TTL a subscription may ask for (about 146,000 years): `now +
+/// ttl` in microseconds must fit `expires_at`, an INTEGER, for as long as
+/// the subscription lives. The reference core takes any TTL and then fails
+/// every later request listing the stream ("cannot store REAL value in
+/// INTEGER column"); oplite rejects it when subscribing instead.
+pub const MAX_TTL_SECONDS: u64 = (i64::MAX / 1_000_000 / 2) as u64;
+
 /// SQL: the current time in microseconds (millisecond precision).
 const SQL_NOW_MICROS: &str = "SELECT CAST(unixepoch('subsec') * 1000 AS INTEGER) * 1000";
 
@@ -197,9 +204,14 @@ pub fn apply_change(db: &Connection, payload: &str) -> Result<()> {
                     )));
                 }
             }
-            // As the reference: a TTL beyond i64 wraps rather than failing.
+            if let Some(t) = ttl.filter(|t| *t > MAX_TTL_SECONDS) {
+                return Err(invalid_argument(format!(
+                    "subscriptions payload: ttl {t} of stream {:?} is too large (at most {MAX_TTL_SECONDS} seconds)",
+                    stream.name
+                )));
+            }
             let ttl = ttl.map_or(DEFAULT_TTL_SECONDS, |t| t as i64);
-            let expires_at = now_micros(db)?.wrapping_add(ttl.wrapping_mul(1_000_000));
+            let expires_at = now_micros(db)? + ttl * 1_000_000;
             db.execute(SQL_SUBSCRIBE, params![stream.name, stream.params.as_str(), priority, ttl, expires_at])
                 .context("subscribing to a stream")?;
         }
@@ -716,6 +728,24 @@ mod tests {
             assert!(err.to_string().contains("subscriptions payload"), "{bad}: {err}");
         }
         assert!(table(&db).is_empty());
+    }
+
+    #[test]
+    fn a_ttl_beyond_what_expires_at_can_hold_is_rejected_by_name() {
+        let db = db();
+        // ttl * 1,000,000 would overflow an INTEGER: every later request
+        // listing the stream would fail (the reference core accepts it).
+        for ttl in [9_300_000_000_000u64, u64::MAX, MAX_TTL_SECONDS + 1] {
+            let change = format!(r#"{{"subscribe":{{"stream":{{"name":"a"}},"ttl":{ttl}}}}}"#);
+            let err = apply_change(&db, &change).unwrap_err();
+            assert!(matches!(err, OpliteError::InvalidArgument { .. }), "{err:?}");
+            assert!(err.to_string().contains(&format!("ttl {ttl} of stream \"a\" is too large")), "{err}");
+        }
+        assert!(table(&db).is_empty());
+        apply_change(&db, &format!(r#"{{"subscribe":{{"stream":{{"name":"a"}},"ttl":{MAX_TTL_SECONDS}}}}}"#)).unwrap();
+        extend_ttl(&db, &[StreamKey { name: "a".into(), params: RawJson::null() }]).unwrap();
+        let (request, _) = StreamsRequest::prune_and_list(&db, true).unwrap();
+        assert_eq!(request.subscriptions.len(), 1);
     }
 
     #[test]
