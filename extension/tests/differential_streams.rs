@@ -247,6 +247,42 @@ fn pending_uploads_hold_back_stream_sync_times() {
     assert_same_offline_status(&pair);
 }
 
+/// Checkpoints without `count`: a full apply resets every checkpoint
+/// bucket's `count_since_last` whether or not the server sent a count, so
+/// per-bucket and per-stream progress start again from zero.
+#[test]
+fn applies_reset_progress_of_buckets_without_a_count() {
+    let mut pair = Pair::new();
+    subscribe(&mut pair, json!({"stream": {"name": "s"}}));
+    pair.control("start", Arg::Null);
+    let checkpoint = |last_op: u64, checksum: u32, count: Option<u64>| {
+        let mut bucket = json!({"bucket": "b1", "checksum": checksum, "subscriptions": [{"sub": 0}]});
+        if let Some(count) = count {
+            bucket["count"] = json!(count);
+        }
+        json!({"checkpoint": {"last_op_id": last_op.to_string(), "buckets": [bucket],
+            "streams": [{"name": "s", "is_default": false, "errors": []}]}})
+    };
+    let complete = |last_op: u64| json!({"checkpoint_complete": {"last_op_id": last_op.to_string()}});
+    line(&mut pair, checkpoint(2, 3, Some(2)));
+    line(&mut pair, put("b1", 1, "a", 1));
+    line(&mut pair, put("b1", 2, "b", 2));
+    line(&mut pair, complete(2));
+    line(&mut pair, checkpoint(4, 10, None));
+    line(&mut pair, put("b1", 3, "c", 3));
+    line(&mut pair, put("b1", 4, "d", 4));
+    line(&mut pair, complete(4));
+    line(&mut pair, checkpoint(5, 15, None));
+    line(&mut pair, put("b1", 5, "e", 5));
+    line(&mut pair, complete(5));
+    line(&mut pair, checkpoint(6, 21, Some(6)));
+    line(&mut pair, put("b1", 6, "f", 6));
+    assert_same_offline_status(&pair);
+    line(&mut pair, complete(6));
+    pair.control("stop", Arg::Null);
+    assert_same_offline_status(&pair);
+}
+
 /// Names and parameters the generator draws from.
 const NAMES: &[&str] = &["s0", "s1", "s2", "d0", "d1"];
 const PARAMS: &[&str] = &["null", r#"{"p":1}"#, r#"{"p":2}"#, r#"{ "p" : 1 }"#, "[1]"];

@@ -4,7 +4,8 @@
 
 use crate::error::{OpliteError, Result};
 
-fn invalid_argument(message: String) -> OpliteError {
+/// An invalid second argument (or payload field) of `powersync_control`.
+pub(super) fn invalid_argument(message: String) -> OpliteError {
     OpliteError::InvalidArgument { function: "powersync_control", message, type_mismatch: false }
 }
 

@@ -32,17 +32,27 @@
 //! subscriptions.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
+use serde_json::Value as JsonValue;
 
 use super::instruction::{Instruction, Severity};
 use super::line::{BucketChecksum, BucketSubscription, ErrorSource, StreamDescription};
+use super::payload::invalid_argument;
 use crate::error::{OpliteError, Result, SqliteResultExt};
 
 /// TTL of an explicit subscription when the app names none: one day.
 pub const DEFAULT_TTL_SECONDS: i64 = 60 * 60 * 24;
+
+/// The largest TTL a subscription may ask for (about 146,000 years): `now +
+/// ttl` in microseconds must fit `expires_at`, an INTEGER, for as long as
+/// the subscription lives. The reference core takes any TTL and then fails
+/// every later request listing the stream ("cannot store REAL value in
+/// INTEGER column"); oplite rejects it when subscribing instead.
+pub const MAX_TTL_SECONDS: u64 = (i64::MAX / 1_000_000 / 2) as u64;
 
 /// SQL: the current time in microseconds (millisecond precision).
 const SQL_NOW_MICROS: &str = "SELECT CAST(unixepoch('subsec') * 1000 AS INTEGER) * 1000";
@@ -66,7 +76,11 @@ const SQL_UNSUBSCRIBE: &str =
 const SQL_EXTEND_TTL: &str = "UPDATE ps_stream_subscriptions SET expires_at = ?3 + ttl * 1000000
   WHERE stream_name = ?1 AND local_params = ?2 AND ttl IS NOT NULL";
 
-/// SQL: drop expired rows and rows that are neither explicit nor active (?1 now).
+/// SQL: whether a row is expired or neither explicit nor active (?1 now).
+const SQL_ANY_OUTDATED: &str = "SELECT EXISTS(SELECT 1 FROM ps_stream_subscriptions
+  WHERE expires_at < ?1 OR (ttl IS NULL AND NOT active))";
+
+/// SQL: drop those rows (?1 now).
 const SQL_DELETE_OUTDATED: &str =
     "DELETE FROM ps_stream_subscriptions WHERE expires_at < ?1 OR (ttl IS NULL AND NOT active)";
 
@@ -91,10 +105,6 @@ const SQL_DELETE: &str = "DELETE FROM ps_stream_subscriptions WHERE id = ?1";
 
 /// SQL: a stream's data was applied (?1 id, ?2 time).
 const SQL_MARK_SYNCED: &str = "UPDATE ps_stream_subscriptions SET last_synced_at = ?2 WHERE id = ?1";
-
-fn invalid(message: String) -> OpliteError {
-    OpliteError::InvalidArgument { function: "powersync_control", message, type_mismatch: false }
-}
 
 /// The current time in microseconds since the epoch.
 pub fn now_micros(db: &Connection) -> Result<i64> {
@@ -183,20 +193,25 @@ pub enum SubscriptionChange {
 /// nothing.
 pub fn apply_change(db: &Connection, payload: &str) -> Result<()> {
     let change: SubscriptionChange =
-        serde_json::from_str(payload).map_err(|e| invalid(format!("subscriptions payload: {e}")))?;
+        serde_json::from_str(payload).map_err(|e| invalid_argument(format!("subscriptions payload: {e}")))?;
     match change {
         SubscriptionChange::Subscribe { stream, ttl, priority } => {
             if let Some(p) = priority {
                 if !(0..i32::MAX).contains(&p) {
-                    return Err(invalid(format!(
+                    return Err(invalid_argument(format!(
                         "subscriptions payload: priority {p} of stream {:?} is not a bucket priority (0 or more)",
                         stream.name
                     )));
                 }
             }
-            // As the reference: a TTL beyond i64 wraps rather than failing.
+            if let Some(t) = ttl.filter(|t| *t > MAX_TTL_SECONDS) {
+                return Err(invalid_argument(format!(
+                    "subscriptions payload: ttl {t} of stream {:?} is too large (at most {MAX_TTL_SECONDS} seconds)",
+                    stream.name
+                )));
+            }
             let ttl = ttl.map_or(DEFAULT_TTL_SECONDS, |t| t as i64);
-            let expires_at = now_micros(db)?.wrapping_add(ttl.wrapping_mul(1_000_000));
+            let expires_at = now_micros(db)? + ttl * 1_000_000;
             db.execute(SQL_SUBSCRIBE, params![stream.name, stream.params.as_str(), priority, ttl, expires_at])
                 .context("subscribing to a stream")?;
         }
@@ -210,12 +225,18 @@ pub fn apply_change(db: &Connection, payload: &str) -> Result<()> {
 
 /// Decodes the `update_subscriptions` payload: the streams the app uses.
 pub fn parse_active_streams(payload: &str) -> Result<Vec<StreamKey>> {
-    serde_json::from_str(payload).map_err(|e| invalid(format!("update_subscriptions payload: {e}")))
+    serde_json::from_str(payload).map_err(|e| invalid_argument(format!("update_subscriptions payload: {e}")))
 }
 
-/// The stream options of a `start` payload.
+/// The `start` payload.
 #[derive(Debug, Deserialize)]
 pub struct StartOptions {
+    /// Sync parameters, passed to the server (`null` when absent).
+    #[serde(default)]
+    pub parameters: JsonValue,
+    /// App metadata, passed to the server when present (even as `null`).
+    #[serde(default, deserialize_with = "present")]
+    pub app_metadata: Option<JsonValue>,
     /// Streams the app uses now: their TTLs are extended.
     #[serde(default)]
     pub active_streams: Vec<StreamKey>,
@@ -228,23 +249,40 @@ fn yes() -> bool {
     true
 }
 
+/// A field that is present, `null` included (absent: the default, None).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Option<JsonValue>, D::Error> {
+    JsonValue::deserialize(deserializer).map(Some)
+}
+
 impl Default for StartOptions {
     fn default() -> Self {
-        StartOptions { active_streams: Vec::new(), include_defaults: true }
+        StartOptions {
+            parameters: JsonValue::Null,
+            app_metadata: None,
+            active_streams: Vec::new(),
+            include_defaults: true,
+        }
     }
 }
 
 impl StartOptions {
-    /// Decodes the stream options of a `start` payload (NULL: defaults).
+    /// Decodes a `start` payload (NULL: defaults).
     pub fn parse(payload: Option<&str>) -> Result<Self> {
-        match payload {
-            None => Ok(Self::default()),
-            // Only an object: serde would also take a (short) array for a struct.
-            Some(text) if !text.trim_start().starts_with('{') => {
-                Err(invalid("start payload must be a JSON object".to_owned()))
-            }
-            Some(text) => serde_json::from_str(text).map_err(|e| invalid(format!("start payload: {e}"))),
+        let Some(text) = payload else { return Ok(Self::default()) };
+        // Only an object: serde would also take a (short) array for a struct.
+        if !text.trim_start().starts_with('{') {
+            return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                Ok(_) => invalid_argument("start payload must be a JSON object".to_owned()),
+                Err(e) => invalid_argument(format!("start payload is not valid JSON: {e}")),
+            });
         }
+        serde_json::from_str(text).map_err(|e| {
+            if e.is_syntax() || e.is_eof() {
+                invalid_argument(format!("start payload is not valid JSON: {e}"))
+            } else {
+                invalid_argument(format!("start payload: {e}"))
+            }
+        })
     }
 }
 
@@ -269,11 +307,17 @@ pub struct StreamsRequest {
 }
 
 impl StreamsRequest {
-    /// Deletes outdated rows, then lists explicit subscriptions with their
-    /// row ids (bucket `{"sub": i}` and error indexes refer to that order).
-    pub fn collect(db: &Connection, include_defaults: bool) -> Result<(Self, Vec<i64>)> {
+    /// Deletes outdated rows (expired, or neither explicit nor active), then
+    /// lists explicit subscriptions with their row ids (bucket `{"sub": i}`
+    /// and error indexes refer to that order). Runs on every keep-alive, so
+    /// it writes only when a row is outdated: otherwise a read transaction
+    /// stays one.
+    pub fn prune_and_list(db: &Connection, include_defaults: bool) -> Result<(Self, Vec<i64>)> {
         const CONTEXT: &str = "listing stream subscriptions";
-        db.execute(SQL_DELETE_OUTDATED, [now_micros(db)?]).context(CONTEXT)?;
+        let now = now_micros(db)?;
+        if db.query_row(SQL_ANY_OUTDATED, [now], |r| r.get::<_, bool>(0)).context(CONTEXT)? {
+            db.execute(SQL_DELETE_OUTDATED, [now]).context(CONTEXT)?;
+        }
         let mut stmt = db.prepare(SQL_EXPLICIT).context(CONTEXT)?;
         let rows = stmt
             .query_map([], |r| {
@@ -307,7 +351,7 @@ pub fn extend_ttl(db: &Connection, streams: &[StreamKey]) -> Result<()> {
 
 /// The streams of one sync iteration: fixed at `start` except for the
 /// streams the app uses, which `update_subscriptions` may replace.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct IterationStreams {
     include_defaults: bool,
     active: Vec<StreamKey>,
@@ -317,16 +361,12 @@ pub struct IterationStreams {
 }
 
 impl IterationStreams {
-    /// Extends the active streams' TTLs and builds the request.
-    pub fn start(db: &Connection, options: StartOptions) -> Result<Self> {
-        extend_ttl(db, &options.active_streams)?;
-        let (request, requested_ids) = StreamsRequest::collect(db, options.include_defaults)?;
-        Ok(IterationStreams {
-            include_defaults: options.include_defaults,
-            active: options.active_streams,
-            request,
-            requested_ids,
-        })
+    /// Extends the TTLs of the streams in use (`active`) and builds the
+    /// request.
+    pub fn start(db: &Connection, active: Vec<StreamKey>, include_defaults: bool) -> Result<Self> {
+        extend_ttl(db, &active)?;
+        let (request, requested_ids) = StreamsRequest::prune_and_list(db, include_defaults)?;
+        Ok(IterationStreams { include_defaults, active, request, requested_ids })
     }
 
     /// The `streams` part of the sync request.
@@ -342,7 +382,7 @@ impl IterationStreams {
     /// Whether the request built now (after dropping outdated rows) differs
     /// from the one this iteration was opened with.
     pub fn request_changed(&self, db: &Connection) -> Result<bool> {
-        let (now, _) = StreamsRequest::collect(db, self.include_defaults)?;
+        let (now, _) = StreamsRequest::prune_and_list(db, self.include_defaults)?;
         Ok(now != self.request)
     }
 
@@ -393,9 +433,10 @@ pub struct StreamStatus {
     pub last_synced_at: Option<i64>,
     /// Download progress of the current checkpoint.
     pub progress: StreamProgress,
-    /// Checkpoint buckets synced because of this stream.
+    /// Checkpoint buckets synced because of this stream (shared with the
+    /// copy of the status the sync client keeps while a call runs).
     #[serde(skip)]
-    pub buckets: BTreeSet<String>,
+    pub buckets: Arc<BTreeSet<String>>,
 }
 
 impl StreamStatus {
@@ -434,7 +475,7 @@ impl Row {
             expires_at: self.expires_at,
             last_synced_at: self.last_synced_at,
             progress: StreamProgress::default(),
-            buckets: BTreeSet::new(),
+            buckets: Arc::default(),
         }
     }
 }
@@ -585,7 +626,7 @@ pub fn resolve(
                 }
             };
             if let Some(status) = target.map(|i| &mut statuses[i]) {
-                status.buckets.insert(bucket.bucket.to_string());
+                Arc::make_mut(&mut status.buckets).insert(bucket.bucket.to_string());
                 let priority = bucket.priority();
                 status.priority = Some(status.priority.map_or(priority, |own| own.max(priority)));
             }
@@ -690,6 +731,40 @@ mod tests {
     }
 
     #[test]
+    fn a_ttl_beyond_what_expires_at_can_hold_is_rejected_by_name() {
+        let db = db();
+        // ttl * 1,000,000 would overflow an INTEGER: every later request
+        // listing the stream would fail (the reference core accepts it).
+        for ttl in [9_300_000_000_000u64, u64::MAX, MAX_TTL_SECONDS + 1] {
+            let change = format!(r#"{{"subscribe":{{"stream":{{"name":"a"}},"ttl":{ttl}}}}}"#);
+            let err = apply_change(&db, &change).unwrap_err();
+            assert!(matches!(err, OpliteError::InvalidArgument { .. }), "{err:?}");
+            assert!(err.to_string().contains(&format!("ttl {ttl} of stream \"a\" is too large")), "{err}");
+        }
+        assert!(table(&db).is_empty());
+        apply_change(&db, &format!(r#"{{"subscribe":{{"stream":{{"name":"a"}},"ttl":{MAX_TTL_SECONDS}}}}}"#)).unwrap();
+        extend_ttl(&db, &[StreamKey { name: "a".into(), params: RawJson::null() }]).unwrap();
+        let (request, _) = StreamsRequest::prune_and_list(&db, true).unwrap();
+        assert_eq!(request.subscriptions.len(), 1);
+    }
+
+    #[test]
+    fn listing_the_request_writes_only_when_a_row_is_outdated() {
+        let db = db();
+        apply_change(&db, r#"{"subscribe":{"stream":{"name":"a"}}}"#).unwrap();
+        // A keep-alive lists the request each time: with nothing to drop it
+        // must not write (query_only fails any write, even of no rows).
+        db.execute_batch("PRAGMA query_only = 1").unwrap();
+        let (request, ids) = StreamsRequest::prune_and_list(&db, true).unwrap();
+        assert_eq!((request.subscriptions.len(), ids), (1, vec![1]));
+        db.execute_batch("PRAGMA query_only = 0").unwrap();
+        apply_change(&db, r#"{"unsubscribe":{"name":"a"}}"#).unwrap();
+        let (request, _) = StreamsRequest::prune_and_list(&db, true).unwrap();
+        assert!(request.subscriptions.is_empty());
+        assert!(table(&db).is_empty());
+    }
+
+    #[test]
     fn checkpoint_lines_decode_stream_fields() {
         let reasons: Vec<BucketSubscription> = serde_json::from_str(r#"[{"default":1},{"sub":0}]"#).unwrap();
         assert_eq!(reasons, [BucketSubscription::Default(1), BucketSubscription::Explicit(0)]);
@@ -708,7 +783,7 @@ mod tests {
         let db = db();
         apply_change(&db, r#"{"subscribe":{"stream":{"name":"x","params":[1]}}}"#).unwrap();
         db.execute_batch("INSERT INTO ps_stream_subscriptions (stream_name, active) VALUES ('gone', 1)").unwrap();
-        let (_, ids) = StreamsRequest::collect(&db, true).unwrap();
+        let (_, ids) = StreamsRequest::prune_and_list(&db, true).unwrap();
         assert_eq!(ids, [1]);
         let streams: Vec<StreamDescription> = serde_json::from_str(
             r#"[{"name":"d","is_default":true,"errors":[]},

@@ -1,0 +1,190 @@
+//! A call that fails partway leaves the sync client's memory as it was, so
+//! that after the host's ROLLBACK memory and database agree again and the
+//! same iteration can go on (the module docs of `sync/client.rs`).
+//!
+//! A session that uses every state-changing event (subscribe, start,
+//! checkpoint, data, partial and full completion, checkpoint diff, a
+//! completion held back by local data, completed_upload, keep-alives, stop)
+//! is run once cleanly. Then, for each call and each `ps_kv` key the client
+//! writes, the session is run again with a TEMP trigger that fails writes
+//! of that key during that call (a stand-in for SQLITE_FULL or an I/O error
+//! at the call's last write). The host rolls back, sends a keep-alive,
+//! which must report no status change, and retries the call. Every answer
+//! and the final tables must be those of the clean run.
+mod common;
+
+use common::diff::{normalise, rows};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::Connection;
+use serde_json::{json, Value};
+
+/// The `ps_kv` keys the client writes; a failure writing each is injected.
+const KEYS: &[&str] = &[
+    "oplite_sync_iteration",
+    "last_applied_checkpoint_request_id",
+    "last_seen_checkpoint_request_id",
+    "target_checkpoint_request_id",
+];
+
+enum Step {
+    /// A `powersync_control` call (NULL payload when None).
+    Call(&'static str, Option<String>),
+    /// SQL the app runs between calls.
+    Sql(&'static str),
+}
+
+fn line(line: Value) -> Step {
+    Step::Call("line_text", Some(line.to_string()))
+}
+
+fn put(bucket: &str, op_id: u64, checksum: u32) -> Step {
+    line(json!({"data": {"bucket": bucket, "data": [{
+        "op_id": op_id.to_string(), "op": "PUT", "object_type": "items", "object_id": format!("row{op_id}"),
+        "checksum": checksum, "data": json!({"n": op_id}).to_string(),
+    }]}}))
+}
+
+const KEEP_ALIVE: &str = r#"{"token_expires_in": 100}"#;
+
+fn session() -> Vec<Step> {
+    vec![
+        Step::Call("subscriptions", Some(json!({"subscribe": {"stream": {"name": "s"}}}).to_string())),
+        Step::Call("start", Some(json!({"active_streams": [{"name": "s"}]}).to_string())),
+        Step::Call("line_text", Some(KEEP_ALIVE.into())),
+        line(json!({"checkpoint": {"last_op_id": "3", "write_checkpoint": "5", "buckets": [
+            {"bucket": "b0", "checksum": 1, "priority": 0, "count": 1, "subscriptions": [{"sub": 0}]},
+            {"bucket": "b1", "checksum": 5, "count": 2, "subscriptions": [{"sub": 0}]},
+        ], "streams": [{"name": "s", "is_default": false, "errors": []}]}})),
+        put("b0", 1, 1),
+        line(json!({"partial_checkpoint_complete": {"last_op_id": "3", "priority": 0}})),
+        put("b1", 2, 2),
+        put("b1", 3, 3),
+        line(json!({"checkpoint_complete": {"last_op_id": "3"}})),
+        Step::Sql("INSERT INTO ps_crud(data, tx_id) VALUES ('{}', 1)"),
+        line(json!({"checkpoint_diff": {"last_op_id": "4", "write_checkpoint": "6", "removed_buckets": [],
+            "updated_buckets": [{"bucket": "b1", "checksum": 9, "count": 3, "subscriptions": [{"sub": 0}]}]}})),
+        put("b1", 4, 4),
+        // Held back: an upload is pending.
+        line(json!({"checkpoint_complete": {"last_op_id": "4"}})),
+        Step::Sql("DELETE FROM ps_crud"),
+        Step::Call("target_checkpoint_request_id", Some("6".into())),
+        Step::Call("completed_upload", None),
+        Step::Call("line_text", Some(KEEP_ALIVE.into())),
+        Step::Call("stop", None),
+    ]
+}
+
+/// BEGIN IMMEDIATE; the call; COMMIT, or ROLLBACK when it fails.
+fn host_call(db: &Connection, op: &str, payload: &Option<String>) -> rusqlite::Result<Value> {
+    db.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let payload = payload.clone().map_or(SqlValue::Null, SqlValue::Text);
+    match db.query_row("SELECT powersync_control(?1, ?2)", (op, payload), |r| r.get::<_, SqlValue>(0)) {
+        Ok(value) => {
+            db.execute_batch("COMMIT").unwrap();
+            let mut value = match value {
+                SqlValue::Text(text) if text.starts_with('[') => serde_json::from_str(&text).unwrap(),
+                other => Value::String(format!("{other:?}")),
+            };
+            normalise(&mut value);
+            Ok(value)
+        }
+        Err(err) => {
+            db.execute_batch("ROLLBACK").unwrap();
+            Err(err)
+        }
+    }
+}
+
+/// What the tests compare at the end (the iteration token aside).
+fn tables(db: &Connection) -> Vec<String> {
+    [
+        "SELECT name, last_applied_op, last_op, add_checksum, op_checksum, count_at_last, count_since_last FROM ps_buckets ORDER BY name",
+        "SELECT type, id, data FROM ps_untyped ORDER BY 1, 2",
+        "SELECT priority FROM ps_sync_state ORDER BY 1",
+        "SELECT key, value FROM ps_kv WHERE key NOT IN ('client_id', 'oplite_sync_iteration') ORDER BY 1",
+        "SELECT stream_name, active, last_synced_at IS NOT NULL FROM ps_stream_subscriptions ORDER BY id",
+    ]
+    .iter()
+    .flat_map(|sql| rows(db, sql))
+    .collect()
+}
+
+/// Runs the session; with `fault = Some((i, key))`, writes of `key` fail
+/// during step i. Returns the answers of the steps (a failed and retried
+/// step answers with its retry) and whether the fault fired.
+fn run(fault: Option<(usize, &str)>) -> (Vec<Value>, Vec<String>, bool) {
+    let db = common::oplite_initialised();
+    db.execute_batch("UPDATE ps_kv SET value = '00000000-0000-4000-8000-000000000000' WHERE key = 'client_id'")
+        .unwrap();
+    let mut answers = Vec::new();
+    let mut fired = false;
+    let keep_alive = Some(KEEP_ALIVE.to_owned());
+    for (i, step) in session().iter().enumerate() {
+        let (op, payload) = match step {
+            Step::Sql(sql) => {
+                db.execute_batch(sql).unwrap();
+                continue;
+            }
+            Step::Call(op, payload) => (*op, payload),
+        };
+        if let Some((at, key)) = fault.filter(|(at, _)| *at == i) {
+            db.execute_batch(&format!(
+                "CREATE TEMP TRIGGER fail_kv BEFORE INSERT ON ps_kv WHEN NEW.key = '{key}'
+                 BEGIN SELECT RAISE(ABORT, 'injected: database or disk is full'); END;"
+            ))
+            .unwrap();
+            let result = host_call(&db, op, payload);
+            db.execute_batch("DROP TRIGGER fail_kv").unwrap();
+            match result {
+                Ok(answer) => answers.push(answer),
+                Err(err) => {
+                    fired = true;
+                    assert!(err.to_string().contains("injected"), "step {at} ({op}), {key}: {err}");
+                    // The first keep-alive connects; later ones must find the
+                    // status exactly as it was before the failed call.
+                    if i > 2 && op != "stop" {
+                        let answer = host_call(&db, "line_text", &keep_alive)
+                            .unwrap_or_else(|e| panic!("keep-alive after step {at} ({op}) failed on {key}: {e}"));
+                        assert_eq!(
+                            answer,
+                            json!([]),
+                            "after step {at} ({op}) failed writing {key} and was rolled back, memory still changed"
+                        );
+                    }
+                    let answer = host_call(&db, op, payload)
+                        .unwrap_or_else(|e| panic!("retry of step {at} ({op}) after a failure on {key}: {e}"));
+                    answers.push(answer);
+                }
+            }
+            continue;
+        }
+        answers.push(host_call(&db, op, payload).unwrap_or_else(|e| panic!("step {i} ({op}): {e}")));
+    }
+    (answers, tables(&db), fired)
+}
+
+#[test]
+fn a_call_that_fails_at_any_write_leaves_memory_as_it_was() {
+    let (clean, clean_tables, _) = run(None);
+    // The clean run applies both checkpoints, the second after the upload.
+    let completions: Vec<&Value> = clean
+        .iter()
+        .flat_map(|a| a.as_array().into_iter().flatten())
+        .filter_map(|i| i.get("DidCompleteSync"))
+        .collect();
+    assert_eq!(completions.len(), 2, "{clean:#?}");
+    let mut fired = 0;
+    for i in 0..session().len() {
+        for key in KEYS {
+            let (answers, tables, did_fire) = run(Some((i, key)));
+            fired += usize::from(did_fire);
+            for (n, (ours, expected)) in answers.iter().zip(&clean).enumerate() {
+                assert_eq!(ours, expected, "answer {n} differs after a failure at step {i} writing {key}");
+            }
+            assert_eq!(tables, clean_tables, "tables differ after a failure at step {i} writing {key}");
+        }
+    }
+    // Every state-changing call writes the iteration key, and the
+    // checkpoint keys fail the completions and the target.
+    assert_eq!(fired, 16, "faults that fired");
+}
