@@ -28,7 +28,7 @@
 //! ```text
 //! cargo build --release -p oplite-cli --bin oplite-bench
 //! target/release/oplite-bench [--runs 5] [--sizes 100000,1000000]
-//!     [--encodings json,bson] [--engines oplite,oplite-http,reference,plain] [--shape benchmark]
+//!     [--encodings json,bson] [--engines oplite,oplite-json,oplite-http,reference,plain] [--shape benchmark]
 //! ```
 
 use std::borrow::Cow;
@@ -45,6 +45,9 @@ use serde_json::{json, Value};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Engine {
     Oplite,
+    /// oplite with every table of the schema in the JSON layout
+    /// (`"oplite_json_storage": true`): what typed storage costs at apply.
+    OpliteJson,
     /// oplite through the `oplite` host over HTTP from the loopback service.
     OpliteHttp,
     Reference,
@@ -55,6 +58,7 @@ impl Engine {
     fn name(self) -> &'static str {
         match self {
             Engine::Oplite => "oplite",
+            Engine::OpliteJson => "oplite-json",
             Engine::OpliteHttp => "oplite-http",
             Engine::Reference => "reference",
             Engine::Plain => "plain",
@@ -64,6 +68,7 @@ impl Engine {
     fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "oplite" => Engine::Oplite,
+            "oplite-json" => Engine::OpliteJson,
             "oplite-http" => Engine::OpliteHttp,
             "reference" => Engine::Reference,
             "plain" => Engine::Plain,
@@ -132,7 +137,7 @@ fn parent(args: &[String]) -> Result<(), String> {
             "--no-schema" => schema = false,
             "--dir" => dir = PathBuf::from(value()?),
             "-h" | "--help" => {
-                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-http,reference,plain] [--shape benchmark] [--no-schema] [--dir DIR]");
+                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-json,oplite-http,reference,plain] [--shape benchmark] [--no-schema] [--dir DIR]");
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other:?}")),
@@ -246,6 +251,7 @@ fn print_table(results: &[(u64, Encoding, Engine, Run)], runs: usize, shape: &st
             encoding_name(*enc).to_uppercase(),
             match engine {
                 Engine::Oplite => "oplite",
+                Engine::OpliteJson => "oplite, JSON layout",
                 Engine::OpliteHttp => "oplite host over HTTP",
                 Engine::Reference => "reference core",
                 Engine::Plain => "plain SQLite (floor)",
@@ -298,8 +304,8 @@ fn child(args: &[String]) -> Result<(), String> {
     let (store, apply, rows) = match engine {
         Engine::Plain => plain(&conn, enc, lines)?,
         Engine::OpliteHttp => http(&db_path, enc, &spec, schema)?,
-        Engine::Oplite | Engine::Reference => {
-            if engine == Engine::Oplite {
+        Engine::Oplite | Engine::OpliteJson | Engine::Reference => {
+            if engine != Engine::Reference {
                 oplite::register(&conn).map_err(|e| e.to_string())?;
             } else {
                 let path = std::env::var_os("REFERENCE_CORE").ok_or("REFERENCE_CORE is not set")?;
@@ -308,7 +314,13 @@ fn child(args: &[String]) -> Result<(), String> {
                     conn.load_extension(PathBuf::from(path), Some("sqlite3_powersync_init")).map_err(|e| e.to_string())?;
                 }
             }
-            core(&conn, enc, lines, schema.then(|| spec.schema().to_string()))?
+            let mut app_schema = spec.schema();
+            if engine == Engine::OpliteJson {
+                for table in app_schema["tables"].as_array_mut().into_iter().flatten() {
+                    table["oplite_json_storage"] = json!(true);
+                }
+            }
+            core(&conn, enc, lines, schema.then(|| app_schema.to_string()))?
         }
     };
     if rows != spec.row_count() {
