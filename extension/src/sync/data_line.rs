@@ -13,11 +13,18 @@
 //!   because every insert into such a bucket goes through it.
 //! - PUTs are inserted [`BATCH`] rows per statement, flushed before any
 //!   lookup so a later op of the same line sees the earlier ones.
+//!
+//! The lookup itself goes through `ps_oplog_row` (and, for the rare
+//! "irregular" keys whose type or id is NULL or holds a '/', the small
+//! partial index `ps_oplog_irregular_key`), not through a (bucket, key)
+//! index: schema version 3 dropped that index, whose random-order inserts
+//! cost about a quarter of storing a line (see
+//! `sql/migrations/0003_oplog_key_through_row.up.sql` for why the two
+//! lookups find exactly the ops a (bucket, key) lookup would).
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use rusqlite::types::ToSql;
 use rusqlite::{params, Connection, Statement};
 
 use super::checksum::Checksum;
@@ -35,8 +42,20 @@ const UPSERT_BUCKET: &str = "INSERT INTO ps_buckets(name) VALUES (?1)
      ON CONFLICT(name) DO UPDATE SET name = excluded.name
      RETURNING id, add_checksum, op_checksum, count_at_last, count_since_last, last_applied_op,
                oplite_op_count, oplite_pending_ops";
-/// SQL: removes a bucket's current op for a key, returning its checksum and id.
-const DELETE_OP_BY_KEY: &str = "DELETE FROM ps_oplog WHERE bucket = ?1 AND key = ?2 RETURNING hash, op_id";
+/// SQL: removes a bucket's current op for a key of a regular op, found by
+/// the (row_type, row_id) the key starts with; returns its checksum and id.
+const DELETE_OP_BY_ROW: &str = "DELETE FROM ps_oplog INDEXED BY ps_oplog_row
+     WHERE row_type = ?1 AND row_id = ?2 AND bucket = ?3 AND key = ?4 RETURNING hash, op_id";
+/// SQL: removes a bucket's irregular op for a key (the condition is the
+/// partial index's, word for word, so that SQLite can use it).
+const DELETE_IRREGULAR_OP: &str = "DELETE FROM ps_oplog INDEXED BY ps_oplog_irregular_key
+     WHERE bucket = ?1 AND key = ?2
+       AND (row_type IS NULL OR row_id IS NULL OR instr(row_type, '/') > 0 OR instr(row_id, '/') > 0)
+     RETURNING hash, op_id";
+/// SQL: whether a bucket holds irregular ops at all.
+const HAS_IRREGULAR_OPS: &str = "SELECT EXISTS(SELECT 1 FROM ps_oplog INDEXED BY ps_oplog_irregular_key
+     WHERE bucket = ?1
+       AND (row_type IS NULL OR row_id IS NULL OR instr(row_type, '/') > 0 OR instr(row_id, '/') > 0))";
 /// SQL: marks a row for re-derivation at the next full apply.
 const MARK_ROW_UPDATED: &str = "INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES (?1, ?2)";
 /// SQL: marks every row of a bucket's ops for re-derivation.
@@ -135,17 +154,48 @@ pub struct StoredLine {
     pub counters: Counters,
 }
 
-/// PUTs waiting for a multi-row INSERT.
+/// Whether an op's key is irregular: its type or id is missing or holds a
+/// '/', so the key's first two '/' do not end them.
+fn is_irregular(op: &OplogEntry<'_>) -> bool {
+    match (op.object_type.as_deref(), op.object_id.as_deref()) {
+        (Some(t), Some(id)) => t.contains('/') || id.contains('/'),
+        _ => true,
+    }
+}
+
+/// Writes `op`'s key (`type/id/subkey`, see [`OplogEntry::key`]) to the
+/// end of `buf`.
+fn push_key(buf: &mut String, op: &OplogEntry<'_>) {
+    buf.push_str(op.object_type.as_deref().unwrap_or(""));
+    buf.push('/');
+    buf.push_str(op.object_id.as_deref().unwrap_or(""));
+    buf.push('/');
+    buf.push_str(op.subkey.as_deref().unwrap_or("null"));
+}
+
+/// The (row_type, row_id) a regular op with this key has: the text before
+/// the key's first '/' and between its first and second.
+fn row_of_key(key: &str) -> (&str, &str) {
+    let (row_type, rest) = key.split_once('/').unwrap_or((key, ""));
+    let (row_id, _) = rest.split_once('/').unwrap_or((rest, ""));
+    (row_type, row_id)
+}
+
+/// PUTs waiting for a multi-row INSERT. Their keys are written one after
+/// the other into `keys`, which is reused: no allocation per op.
 struct PendingPuts<'l, 'c> {
     db: &'c Connection,
     bucket: i64,
-    rows: Vec<(&'l OplogEntry<'l>, String, i64)>,
+    rows: Vec<(&'l OplogEntry<'l>, std::ops::Range<usize>)>,
+    keys: String,
     full: Option<Statement<'c>>,
 }
 
 impl<'l, 'c> PendingPuts<'l, 'c> {
-    fn push(&mut self, op: &'l OplogEntry<'l>, key: String) -> Result<()> {
-        self.rows.push((op, key, i64::from(op.checksum.0 as i32)));
+    fn push(&mut self, op: &'l OplogEntry<'l>) -> Result<()> {
+        let from = self.keys.len();
+        push_key(&mut self.keys, op);
+        self.rows.push((op, from..self.keys.len()));
         if self.rows.len() == BATCH {
             self.flush()?;
         }
@@ -156,26 +206,76 @@ impl<'l, 'c> PendingPuts<'l, 'c> {
         if self.rows.is_empty() {
             return Ok(());
         }
-        let mut params: Vec<&dyn ToSql> = Vec::with_capacity(self.rows.len() * 7);
-        for (op, key, hash) in &self.rows {
-            params.push(&self.bucket);
-            params.push(&op.op_id);
-            params.push(&op.object_type);
-            params.push(&op.object_id);
-            params.push(key);
-            params.push(&op.data);
-            params.push(hash);
-        }
-        if self.rows.len() == BATCH {
+        let mut partial;
+        let stmt = if self.rows.len() == BATCH {
             if self.full.is_none() {
                 self.full = Some(self.db.prepare(&insert_sql(BATCH)).context(CONTEXT)?);
             }
-            self.full.as_mut().expect("prepared above").execute(params.as_slice()).context(CONTEXT)?;
+            self.full.as_mut().expect("prepared above")
         } else {
-            self.db.prepare(&insert_sql(self.rows.len())).context(CONTEXT)?.execute(params.as_slice()).context(CONTEXT)?;
+            partial = self.db.prepare(&insert_sql(self.rows.len())).context(CONTEXT)?;
+            &mut partial
+        };
+        let mut i = 0;
+        for (op, key) in &self.rows {
+            stmt.raw_bind_parameter(i + 1, self.bucket).context(CONTEXT)?;
+            stmt.raw_bind_parameter(i + 2, op.op_id).context(CONTEXT)?;
+            stmt.raw_bind_parameter(i + 3, op.object_type.as_deref()).context(CONTEXT)?;
+            stmt.raw_bind_parameter(i + 4, op.object_id.as_deref()).context(CONTEXT)?;
+            stmt.raw_bind_parameter(i + 5, &self.keys[key.clone()]).context(CONTEXT)?;
+            stmt.raw_bind_parameter(i + 6, op.data.as_deref()).context(CONTEXT)?;
+            stmt.raw_bind_parameter(i + 7, i64::from(op.checksum.0 as i32)).context(CONTEXT)?;
+            i += 7;
         }
+        stmt.raw_execute().context(CONTEXT)?;
         self.rows.clear();
+        self.keys.clear();
         Ok(())
+    }
+}
+
+/// Finds and removes the op a new op of a bucket supersedes.
+struct Superseded<'c> {
+    db: &'c Connection,
+    bucket: i64,
+    by_row: Statement<'c>,
+    irregular: Option<Statement<'c>>,
+    /// Whether the bucket may hold irregular ops: unknown until needed,
+    /// and true as soon as this line stores one.
+    has_irregular: Option<bool>,
+}
+
+impl Superseded<'_> {
+    /// Removes the bucket's current op for `key`, adding its checksum to
+    /// `sums`; returns the removed op's id. Pending PUTs must be flushed.
+    fn remove(&mut self, key: &str, sums: &mut StoredChecksum) -> Result<Option<i64>> {
+        let mut removed = None;
+        let mut take = |rows: &mut rusqlite::Rows<'_>| -> Result<()> {
+            while let Some(row) = rows.next().context(CONTEXT)? {
+                let old = Checksum(row.get::<_, i64>(0).context(CONTEXT)? as u32);
+                sums.add += old;
+                sums.op = sums.op - old;
+                removed = Some(row.get::<_, i64>(1).context(CONTEXT)?);
+            }
+            Ok(())
+        };
+        let (row_type, row_id) = row_of_key(key);
+        take(&mut self.by_row.query(params![row_type, row_id, self.bucket, key]).context(CONTEXT)?)?;
+        let has_irregular = match self.has_irregular {
+            Some(known) => known,
+            None => {
+                let found = self.db.query_row(HAS_IRREGULAR_OPS, [self.bucket], |r| r.get(0)).context(CONTEXT)?;
+                *self.has_irregular.insert(found)
+            }
+        };
+        if has_irregular {
+            if self.irregular.is_none() {
+                self.irregular = Some(self.db.prepare(DELETE_IRREGULAR_OP).context(CONTEXT)?);
+            }
+            let stmt = self.irregular.as_mut().expect("prepared above");
+            take(&mut stmt.query(params![self.bucket, key]).context(CONTEXT)?)?;
+        }
+        Ok(removed)
     }
 }
 
@@ -195,17 +295,31 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
         .context(CONTEXT)?;
     let keys = known.for_bucket(db, bucket)?;
 
-    let mut delete_op = db.prepare(DELETE_OP_BY_KEY).context(CONTEXT)?;
-    let mut mark_row = db.prepare(MARK_ROW_UPDATED).context(CONTEXT)?;
-    let mut puts = PendingPuts { db, bucket, rows: Vec::with_capacity(BATCH), full: None };
+    let mut superseded = Superseded {
+        db,
+        bucket,
+        by_row: db.prepare(DELETE_OP_BY_ROW).context(CONTEXT)?,
+        irregular: None,
+        has_irregular: None,
+    };
+    let mut mark_row = None;
+    let mut puts = PendingPuts {
+        db,
+        bucket,
+        rows: Vec::with_capacity(BATCH),
+        keys: String::with_capacity(BATCH * 48),
+        full: None,
+    };
+    let mut key_buf = String::new();
     let mut cleared = false;
 
-    // Removes the bucket's current op for `op`'s key, unless the key was
-    // never stored; returns the removed op's id.
-    let mut remove_current = |key: &str,
-                              keys: &mut BucketKeys,
-                              puts: &mut PendingPuts<'_, '_>,
-                              sums: &mut StoredChecksum|
+    // Removes the bucket's current op for `key`, unless the key was never
+    // stored; returns the removed op's id.
+    let remove_current = |key: &str,
+                          keys: &mut BucketKeys,
+                          puts: &mut PendingPuts<'_, '_>,
+                          superseded: &mut Superseded<'_>,
+                          sums: &mut StoredChecksum|
      -> Result<Option<i64>> {
         if let BucketKeys::Fresh(set) = keys {
             if !set.contains(&key_hash(key)) {
@@ -213,35 +327,33 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
             }
         }
         puts.flush()?;
-        let mut rows = delete_op.query(params![bucket, key]).context(CONTEXT)?;
-        let mut removed = None;
-        while let Some(row) = rows.next().context(CONTEXT)? {
-            let old = Checksum(row.get::<_, i64>(0).context(CONTEXT)? as u32);
-            sums.add += old;
-            sums.op = sums.op - old;
-            removed = Some(row.get::<_, i64>(1).context(CONTEXT)?);
-        }
-        Ok(removed)
+        superseded.remove(key, sums)
     };
 
     for op in &line.data {
         match op.op {
             OpType::PUT => {
-                let key = op.key();
-                if let Some(old_op) = remove_current(&key, keys, &mut puts, &mut sums)? {
+                key_buf.clear();
+                push_key(&mut key_buf, op);
+                if let Some(old_op) = remove_current(&key_buf, keys, &mut puts, &mut superseded, &mut sums)? {
                     op_count -= 1;
                     pending_ops -= i64::from(old_op > last_applied_op);
                 }
                 if let BucketKeys::Fresh(set) = keys {
-                    set.insert(key_hash(&key));
+                    set.insert(key_hash(&key_buf));
+                }
+                if is_irregular(op) {
+                    superseded.has_irregular = Some(true);
                 }
                 op_count += 1;
                 pending_ops += 1;
                 sums.op += op.checksum;
-                puts.push(op, key)?;
+                puts.push(op)?;
             }
             OpType::REMOVE => {
-                let removed = remove_current(&op.key(), keys, &mut puts, &mut sums)?;
+                key_buf.clear();
+                push_key(&mut key_buf, op);
+                let removed = remove_current(&key_buf, keys, &mut puts, &mut superseded, &mut sums)?;
                 if let Some(old_op) = removed {
                     op_count -= 1;
                     pending_ops -= i64::from(old_op > last_applied_op);
@@ -250,7 +362,12 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
                 // As the reference core: only a bucket that was applied
                 // before can have put the row in the app's tables.
                 if removed.is_some() && last_applied_op > 0 {
+                    if mark_row.is_none() {
+                        mark_row = Some(db.prepare(MARK_ROW_UPDATED).context(CONTEXT)?);
+                    }
                     mark_row
+                        .as_mut()
+                        .expect("prepared above")
                         .execute(params![op.object_type.as_deref(), op.object_id.as_deref()])
                         .context(CONTEXT)?;
                 }
@@ -294,17 +411,20 @@ mod tests {
     use super::*;
     use std::borrow::Cow;
 
-    fn key(t: &str, id: &str, subkey: Option<&str>) -> String {
+    fn entry<'a>(t: Option<&'a str>, id: Option<&'a str>, subkey: Option<&'a str>) -> OplogEntry<'a> {
         OplogEntry {
             op_id: 1,
             op: OpType::PUT,
-            object_type: Some(Cow::Borrowed(t)),
-            object_id: Some(Cow::Borrowed(id)),
+            object_type: t.map(Cow::Borrowed),
+            object_id: id.map(Cow::Borrowed),
             subkey: subkey.map(Cow::Borrowed),
             checksum: Checksum(0),
             data: None,
         }
-        .key()
+    }
+
+    fn key(t: &str, id: &str, subkey: Option<&str>) -> String {
+        entry(Some(t), Some(id), subkey).key()
     }
 
     #[test]
@@ -313,6 +433,34 @@ mod tests {
         assert_eq!(key_hash(&key("a", "b", None)), key_hash(&key("a", "b", Some("null"))));
         assert_ne!(key_hash(&key("a", "b", None)), key_hash(&key("a", "b", Some(""))));
         assert_ne!(key_hash(&key("ab", "c", None)), key_hash(&key("a", "bc", None)));
+    }
+
+    #[test]
+    fn a_regular_key_starts_with_its_row() {
+        for (t, id, subkey) in [("a", "b", None), ("a", "b", Some("c/d")), ("", "", Some("")), ("t", "x y", Some("null"))] {
+            let op = entry(Some(t), Some(id), subkey);
+            let mut buf = String::from("leftover");
+            buf.clear();
+            push_key(&mut buf, &op);
+            assert_eq!(buf, op.key());
+            assert!(!is_irregular(&op));
+            assert_eq!(row_of_key(&buf), (t, id));
+        }
+        // Irregular ops: their keys can equal a regular op's key.
+        assert_eq!(key("a/b", "c", None), key("a", "b", Some("c/null")));
+        for (t, id) in [(Some("a/b"), Some("c")), (Some("a"), Some("/")), (None, Some("c")), (Some("a"), None)] {
+            let op = entry(t, id, None);
+            assert!(is_irregular(&op), "{t:?} {id:?}");
+        }
+    }
+
+    #[test]
+    fn irregular_lookups_use_the_partial_index_condition() {
+        let up = include_str!("../../../sql/migrations/0003_oplog_key_through_row.up.sql");
+        let condition = "row_type IS NULL OR row_id IS NULL OR instr(row_type, '/') > 0 OR instr(row_id, '/') > 0";
+        assert!(up.contains(condition));
+        assert!(DELETE_IRREGULAR_OP.contains(condition));
+        assert!(HAS_IRREGULAR_OPS.contains(condition));
     }
 
     #[test]
