@@ -219,10 +219,10 @@ fn random_sessions_agree_with_the_reference() {
 /// Keys that collide without naming the same row: `type/id/subkey` is the
 /// same text for type "a/b", id "c" and for type "a", id "b", subkey
 /// "c/null". oplite finds the op a key
-/// supersedes through the row index, and such "irregular" ops through a
-/// partial index; both paths must supersede exactly what the reference's
-/// (bucket, key) lookup does, in a bucket first filled in this iteration
-/// and in one that held ops before.
+/// supersedes through the row index, trying every row the key can name;
+/// it must supersede exactly what the reference's (bucket, key) lookup
+/// does, in a bucket first filled in this iteration and in one that held
+/// ops before.
 #[test]
 fn keys_that_collide_across_rows_agree_with_the_reference() {
     let mut pair = Pair::new();
@@ -263,7 +263,7 @@ fn keys_that_collide_across_rows_agree_with_the_reference() {
     // Iteration 1: fresh buckets.
     let first_b = vec![
         op("b", "PUT", Some("a/b"), "c", None).0,
-        op("b", "PUT", Some("a"), "b", Some("c/null")).0, // supersedes the irregular op above
+        op("b", "PUT", Some("a"), "b", Some("c/null")).0, // supersedes the op above: the same key
         op("b", "PUT", Some(""), "x", None).0,
         op("b", "PUT", Some("t"), "y/z", None).0,
         op("b", "PUT", Some(""), "w", None).0,
@@ -287,11 +287,11 @@ fn keys_that_collide_across_rows_agree_with_the_reference() {
     // Iteration 2: every bucket held ops before.
     let third_b = vec![
         op("b", "PUT", Some("a"), "b/c", None).0, // supersedes type "a", id "b", subkey "c/null"
-        op("b", "PUT", Some("t"), "y", Some("z/null")).0, // supersedes the irregular type "t/y", id "z"
+        op("b", "PUT", Some("t"), "y", Some("z/null")).0, // supersedes type "t/y", id "z"
         op("b", "REMOVE", Some("plain"), "p", None).0,
     ];
     let c_ops = vec![
-        op("c", "PUT", Some("q/r"), "s", None).0, // the first irregular op of a bucket
+        op("c", "PUT", Some("q/r"), "s", None).0, // the first op with a / in its type here
         op("c", "PUT", Some("q"), "r", Some("s/null")).0, // supersedes it
         op("c", "PUT", Some("plain"), "q", None).0,
     ];

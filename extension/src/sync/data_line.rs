@@ -14,13 +14,15 @@
 //! - PUTs are inserted [`BATCH`] rows per statement, flushed before any
 //!   lookup so a later op of the same line sees the earlier ones.
 //!
-//! The lookup itself goes through `ps_oplog_row` (and, for the rare
-//! "irregular" keys whose type or id is NULL or holds a '/', the small
-//! partial index `ps_oplog_irregular_key`), not through a (bucket, key)
-//! index: schema version 3 dropped that index, whose random-order inserts
-//! cost about a quarter of storing a line (see
-//! `sql/migrations/0003_oplog_key_through_row.up.sql` for why the two
-//! lookups find exactly the ops a (bucket, key) lookup would).
+//! The lookup itself goes through `ps_oplog_row`, not through a (bucket,
+//! key) index: schema version 3 dropped that index, whose random-order
+//! inserts cost about a quarter of storing a line. A key is
+//! `type/id/subkey` (a NULL type or id written as ""), so an op with key K
+//! has as type the text of K before one of its '/' and as id the text from
+//! there to a later '/': [`rows_of_key`] lists those candidates (one for
+//! the usual key with two '/'), and each is looked up by (row_type, row_id)
+//! and then checked for bucket and key. The ops found are exactly those a
+//! (bucket, key) lookup finds.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -42,20 +44,11 @@ const UPSERT_BUCKET: &str = "INSERT INTO ps_buckets(name) VALUES (?1)
      ON CONFLICT(name) DO UPDATE SET name = excluded.name
      RETURNING id, add_checksum, op_checksum, count_at_last, count_since_last, last_applied_op,
                oplite_op_count, oplite_pending_ops";
-/// SQL: removes a bucket's current op for a key of a regular op, found by
-/// the (row_type, row_id) the key starts with; returns its checksum and id.
-const DELETE_OP_BY_ROW: &str = "DELETE FROM ps_oplog INDEXED BY ps_oplog_row
-     WHERE row_type = ?1 AND row_id = ?2 AND bucket = ?3 AND key = ?4 RETURNING hash, op_id";
-/// SQL: removes a bucket's irregular op for a key (the condition is the
-/// partial index's, word for word, so that SQLite can use it).
-const DELETE_IRREGULAR_OP: &str = "DELETE FROM ps_oplog INDEXED BY ps_oplog_irregular_key
-     WHERE bucket = ?1 AND key = ?2
-       AND (row_type IS NULL OR row_id IS NULL OR instr(row_type, '/') > 0 OR instr(row_id, '/') > 0)
-     RETURNING hash, op_id";
-/// SQL: whether a bucket holds irregular ops at all.
-const HAS_IRREGULAR_OPS: &str = "SELECT EXISTS(SELECT 1 FROM ps_oplog INDEXED BY ps_oplog_irregular_key
-     WHERE bucket = ?1
-       AND (row_type IS NULL OR row_id IS NULL OR instr(row_type, '/') > 0 OR instr(row_id, '/') > 0))";
+/// SQL: removes a bucket's op for a key among the ops of one row (`IS`:
+/// a NULL type or id is written as "" in the key); returns its checksum
+/// and id.
+const DELETE_OP_OF_ROW: &str = "DELETE FROM ps_oplog INDEXED BY ps_oplog_row
+     WHERE row_type IS ?1 AND row_id IS ?2 AND bucket = ?3 AND key = ?4 RETURNING hash, op_id";
 /// SQL: marks a row for re-derivation at the next full apply.
 const MARK_ROW_UPDATED: &str = "INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES (?1, ?2)";
 /// SQL: marks every row of a bucket's ops for re-derivation.
@@ -154,15 +147,6 @@ pub struct StoredLine {
     pub counters: Counters,
 }
 
-/// Whether an op's key is irregular: its type or id is missing or holds a
-/// '/', so the key's first two '/' do not end them.
-fn is_irregular(op: &OplogEntry<'_>) -> bool {
-    match (op.object_type.as_deref(), op.object_id.as_deref()) {
-        (Some(t), Some(id)) => t.contains('/') || id.contains('/'),
-        _ => true,
-    }
-}
-
 /// Writes `op`'s key (`type/id/subkey`, see [`OplogEntry::key`]) to the
 /// end of `buf`.
 fn push_key(buf: &mut String, op: &OplogEntry<'_>) {
@@ -173,12 +157,24 @@ fn push_key(buf: &mut String, op: &OplogEntry<'_>) {
     buf.push_str(op.subkey.as_deref().unwrap_or("null"));
 }
 
-/// The (row_type, row_id) a regular op with this key has: the text before
-/// the key's first '/' and between its first and second.
-fn row_of_key(key: &str) -> (&str, &str) {
-    let (row_type, rest) = key.split_once('/').unwrap_or((key, ""));
-    let (row_id, _) = rest.split_once('/').unwrap_or((rest, ""));
-    (row_type, row_id)
+/// Every (row_type, row_id) an op with this key can have: the type is the
+/// key's text before one of its '/', the id the text from there to a later
+/// '/'. Where either is "", the op may also have NULL there. A key with
+/// two '/' (the usual case) has one candidate, with `n` '/' n(n-1)/2.
+fn rows_of_key(key: &str, mut each: impl FnMut(Option<&str>, Option<&str>) -> Result<()>) -> Result<()> {
+    let slashes: Vec<usize> = key.match_indices('/').map(|(i, _)| i).collect();
+    for (n, &type_end) in slashes.iter().enumerate() {
+        for &id_end in &slashes[n + 1..] {
+            let row_type = &key[..type_end];
+            let row_id = &key[type_end + 1..id_end];
+            for t in [Some(row_type), None].into_iter().take(if row_type.is_empty() { 2 } else { 1 }) {
+                for id in [Some(row_id), None].into_iter().take(if row_id.is_empty() { 2 } else { 1 }) {
+                    each(t, id)?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// PUTs waiting for a multi-row INSERT. Their keys are written one after
@@ -236,13 +232,8 @@ impl<'l, 'c> PendingPuts<'l, 'c> {
 
 /// Finds and removes the op a new op of a bucket supersedes.
 struct Superseded<'c> {
-    db: &'c Connection,
     bucket: i64,
-    by_row: Statement<'c>,
-    irregular: Option<Statement<'c>>,
-    /// Whether the bucket may hold irregular ops: unknown until needed,
-    /// and true as soon as this line stores one.
-    has_irregular: Option<bool>,
+    of_row: Statement<'c>,
 }
 
 impl Superseded<'_> {
@@ -250,7 +241,9 @@ impl Superseded<'_> {
     /// `sums`; returns the removed op's id. Pending PUTs must be flushed.
     fn remove(&mut self, key: &str, sums: &mut StoredChecksum) -> Result<Option<i64>> {
         let mut removed = None;
-        let mut take = |rows: &mut rusqlite::Rows<'_>| -> Result<()> {
+        let (bucket, stmt) = (self.bucket, &mut self.of_row);
+        rows_of_key(key, |row_type, row_id| {
+            let mut rows = stmt.query(params![row_type, row_id, bucket, key]).context(CONTEXT)?;
             while let Some(row) = rows.next().context(CONTEXT)? {
                 let old = Checksum(row.get::<_, i64>(0).context(CONTEXT)? as u32);
                 sums.add += old;
@@ -258,23 +251,7 @@ impl Superseded<'_> {
                 removed = Some(row.get::<_, i64>(1).context(CONTEXT)?);
             }
             Ok(())
-        };
-        let (row_type, row_id) = row_of_key(key);
-        take(&mut self.by_row.query(params![row_type, row_id, self.bucket, key]).context(CONTEXT)?)?;
-        let has_irregular = match self.has_irregular {
-            Some(known) => known,
-            None => {
-                let found = self.db.query_row(HAS_IRREGULAR_OPS, [self.bucket], |r| r.get(0)).context(CONTEXT)?;
-                *self.has_irregular.insert(found)
-            }
-        };
-        if has_irregular {
-            if self.irregular.is_none() {
-                self.irregular = Some(self.db.prepare(DELETE_IRREGULAR_OP).context(CONTEXT)?);
-            }
-            let stmt = self.irregular.as_mut().expect("prepared above");
-            take(&mut stmt.query(params![self.bucket, key]).context(CONTEXT)?)?;
-        }
+        })?;
         Ok(removed)
     }
 }
@@ -295,13 +272,7 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
         .context(CONTEXT)?;
     let keys = known.for_bucket(db, bucket)?;
 
-    let mut superseded = Superseded {
-        db,
-        bucket,
-        by_row: db.prepare(DELETE_OP_BY_ROW).context(CONTEXT)?,
-        irregular: None,
-        has_irregular: None,
-    };
+    let mut superseded = Superseded { bucket, of_row: db.prepare(DELETE_OP_OF_ROW).context(CONTEXT)? };
     let mut mark_row = None;
     let mut puts = PendingPuts {
         db,
@@ -341,9 +312,6 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
                 }
                 if let BucketKeys::Fresh(set) = keys {
                     set.insert(key_hash(&key_buf));
-                }
-                if is_irregular(op) {
-                    superseded.has_irregular = Some(true);
                 }
                 op_count += 1;
                 pending_ops += 1;
@@ -435,32 +403,53 @@ mod tests {
         assert_ne!(key_hash(&key("ab", "c", None)), key_hash(&key("a", "bc", None)));
     }
 
+    fn rows(key: &str) -> Vec<(Option<String>, Option<String>)> {
+        let mut out = Vec::new();
+        rows_of_key(key, |t, id| {
+            out.push((t.map(str::to_owned), id.map(str::to_owned)));
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
     #[test]
-    fn a_regular_key_starts_with_its_row() {
-        for (t, id, subkey) in [("a", "b", None), ("a", "b", Some("c/d")), ("", "", Some("")), ("t", "x y", Some("null"))] {
-            let op = entry(Some(t), Some(id), subkey);
+    fn every_row_an_op_with_the_key_can_have_is_a_candidate() {
+        for (t, id, subkey) in [
+            (Some("a"), Some("b"), None),
+            (Some("a"), Some("b"), Some("c/d")),
+            (Some("a/b"), Some("c"), None),
+            (Some("a"), Some("b/c"), Some("x")),
+            (Some(""), Some(""), Some("")),
+            (None, Some("x"), None),
+            (Some("t"), None, Some("/")),
+            (None, None, None),
+        ] {
+            let op = entry(t, id, subkey);
             let mut buf = String::from("leftover");
             buf.clear();
             push_key(&mut buf, &op);
             assert_eq!(buf, op.key());
-            assert!(!is_irregular(&op));
-            assert_eq!(row_of_key(&buf), (t, id));
+            let want = (t.map(str::to_owned), id.map(str::to_owned));
+            assert!(rows(&buf).contains(&want), "{buf}: {:?} lacks {want:?}", rows(&buf));
         }
-        // Irregular ops: their keys can equal a regular op's key.
-        assert_eq!(key("a/b", "c", None), key("a", "b", Some("c/null")));
-        for (t, id) in [(Some("a/b"), Some("c")), (Some("a"), Some("/")), (None, Some("c")), (Some("a"), None)] {
-            let op = entry(t, id, None);
-            assert!(is_irregular(&op), "{t:?} {id:?}");
-        }
+        let some = |t: &str, id: &str| (Some(t.to_owned()), Some(id.to_owned()));
+        assert_eq!(rows("todos/1/null"), vec![some("todos", "1")]);
+        assert_eq!(rows("a/b/c/null"), vec![some("a", "b"), some("a", "b/c"), some("a/b", "c")]);
+        assert_eq!(rows("/x/s"), vec![some("", "x"), (None, Some("x".to_owned()))]);
     }
 
+    #[cfg(feature = "bundled")]
     #[test]
-    fn irregular_lookups_use_the_partial_index_condition() {
-        let up = include_str!("../../../sql/migrations/0003_oplog_key_through_row.up.sql");
-        let condition = "row_type IS NULL OR row_id IS NULL OR instr(row_type, '/') > 0 OR instr(row_id, '/') > 0";
-        assert!(up.contains(condition));
-        assert!(DELETE_IRREGULAR_OP.contains(condition));
-        assert!(HAS_IRREGULAR_OPS.contains(condition));
+    fn the_row_lookup_seeks_on_type_and_id() {
+        let db = Connection::open_in_memory().unwrap();
+        crate::migrations::migrate_to(&db, crate::migrations::LATEST_VERSION).unwrap();
+        let plan: String = db
+            .query_row(&format!("EXPLAIN QUERY PLAN {DELETE_OP_OF_ROW}"), params![None::<&str>, "a", 1, "k"], |r| {
+                r.get(3)
+            })
+            .unwrap();
+        assert_eq!(plan, "SEARCH ps_oplog USING INDEX ps_oplog_row (row_type=? AND row_id=?)");
     }
 
     #[test]
