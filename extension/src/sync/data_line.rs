@@ -33,6 +33,7 @@ use super::checksum::Checksum;
 use super::line::{DataLine, OpType, OplogEntry};
 use super::storage::{Counters, StoredChecksum};
 use crate::error::{Result, SqliteResultExt};
+use crate::sqlite::{BorrowingStatement, Param};
 
 const CONTEXT: &str = "storing a data line";
 
@@ -184,7 +185,7 @@ struct PendingPuts<'l, 'c> {
     bucket: i64,
     rows: Vec<(&'l OplogEntry<'l>, std::ops::Range<usize>)>,
     keys: String,
-    full: Option<Statement<'c>>,
+    full: Option<BorrowingStatement<'c>>,
 }
 
 impl<'l, 'c> PendingPuts<'l, 'c> {
@@ -202,28 +203,30 @@ impl<'l, 'c> PendingPuts<'l, 'c> {
         if self.rows.is_empty() {
             return Ok(());
         }
-        let mut partial;
-        let stmt = if self.rows.len() == BATCH {
-            if self.full.is_none() {
-                self.full = Some(self.db.prepare(&insert_sql(BATCH)).context(CONTEXT)?);
-            }
-            self.full.as_mut().expect("prepared above")
-        } else {
-            partial = self.db.prepare(&insert_sql(self.rows.len())).context(CONTEXT)?;
-            &mut partial
-        };
-        let mut i = 0;
+        let mut params = Vec::with_capacity(self.rows.len() * 7);
         for (op, key) in &self.rows {
-            stmt.raw_bind_parameter(i + 1, self.bucket).context(CONTEXT)?;
-            stmt.raw_bind_parameter(i + 2, op.op_id).context(CONTEXT)?;
-            stmt.raw_bind_parameter(i + 3, op.object_type.as_deref()).context(CONTEXT)?;
-            stmt.raw_bind_parameter(i + 4, op.object_id.as_deref()).context(CONTEXT)?;
-            stmt.raw_bind_parameter(i + 5, &self.keys[key.clone()]).context(CONTEXT)?;
-            stmt.raw_bind_parameter(i + 6, op.data.as_deref()).context(CONTEXT)?;
-            stmt.raw_bind_parameter(i + 7, i64::from(op.checksum.0 as i32)).context(CONTEXT)?;
-            i += 7;
+            params.extend([
+                Param::Int(self.bucket),
+                Param::Int(op.op_id),
+                Param::Text(op.object_type.as_deref()),
+                Param::Text(op.object_id.as_deref()),
+                Param::Text(Some(&self.keys[key.clone()])),
+                Param::Text(op.data.as_deref()),
+                Param::Int(i64::from(op.checksum.0 as i32)),
+            ]);
         }
-        stmt.raw_execute().context(CONTEXT)?;
+        if self.rows.len() == BATCH {
+            if self.full.is_none() {
+                self.full = Some(BorrowingStatement::prepare(self.db, &insert_sql(BATCH)).context(CONTEXT)?);
+            }
+            self.full.as_mut().expect("prepared above").execute(&params).context(CONTEXT)?;
+        } else {
+            BorrowingStatement::prepare(self.db, &insert_sql(self.rows.len()))
+                .context(CONTEXT)?
+                .execute(&params)
+                .context(CONTEXT)?;
+        }
+        drop(params);
         self.rows.clear();
         self.keys.clear();
         Ok(())
