@@ -97,14 +97,19 @@ impl Hasher for PassThrough {
 
 type KeySet = HashSet<u64, BuildHasherDefault<PassThrough>>;
 
-/// 64-bit FNV-1a of an op's key (`type/id/subkey`, as stored), finished
+/// A 64-bit hash of an op's key (`type/id/subkey`, as stored), eight
+/// bytes at a time (byte-wise FNV-1a was measurable at 1M ops), finished
 /// with a multiply-xorshift so the pass-through hasher gets mixed bits.
 fn key_hash(key: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ key.len() as u64;
+    let mut chunks = key.as_bytes().chunks_exact(8);
+    for chunk in &mut chunks {
+        h = (h ^ u64::from_le_bytes(chunk.try_into().expect("8 bytes"))).wrapping_mul(K).rotate_left(31);
     }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h ^ u64::from_le_bytes(last)).wrapping_mul(K);
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^ (h >> 33)
@@ -287,18 +292,16 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
     let mut key_buf = String::new();
     let mut cleared = false;
 
-    // Removes the bucket's current op for `key`, unless the key was never
-    // stored; returns the removed op's id.
-    let remove_current = |key: &str,
-                          keys: &mut BucketKeys,
+    // Removes the bucket's current op for `key` if `stored` (the key may
+    // have been stored); returns the removed op's id.
+    let remove_current = |stored: bool,
+                          key: &str,
                           puts: &mut PendingPuts<'_, '_>,
                           superseded: &mut Superseded<'_>,
                           sums: &mut StoredChecksum|
      -> Result<Option<i64>> {
-        if let BucketKeys::Fresh(set) = keys {
-            if !set.contains(&key_hash(key)) {
-                return Ok(None);
-            }
+        if !stored {
+            return Ok(None);
         }
         puts.flush()?;
         superseded.remove(key, sums)
@@ -309,12 +312,14 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
             OpType::PUT => {
                 key_buf.clear();
                 push_key(&mut key_buf, op);
-                if let Some(old_op) = remove_current(&key_buf, keys, &mut puts, &mut superseded, &mut sums)? {
+                // One probe of the set: a key it did not hold is new.
+                let stored = match keys {
+                    BucketKeys::Fresh(set) => !set.insert(key_hash(&key_buf)),
+                    BucketKeys::Unknown => true,
+                };
+                if let Some(old_op) = remove_current(stored, &key_buf, &mut puts, &mut superseded, &mut sums)? {
                     op_count -= 1;
                     pending_ops -= i64::from(old_op > last_applied_op);
-                }
-                if let BucketKeys::Fresh(set) = keys {
-                    set.insert(key_hash(&key_buf));
                 }
                 op_count += 1;
                 pending_ops += 1;
@@ -324,7 +329,11 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
             OpType::REMOVE => {
                 key_buf.clear();
                 push_key(&mut key_buf, op);
-                let removed = remove_current(&key_buf, keys, &mut puts, &mut superseded, &mut sums)?;
+                let stored = match keys {
+                    BucketKeys::Fresh(set) => set.contains(&key_hash(&key_buf)),
+                    BucketKeys::Unknown => true,
+                };
+                let removed = remove_current(stored, &key_buf, &mut puts, &mut superseded, &mut sums)?;
                 if let Some(old_op) = removed {
                     op_count -= 1;
                     pending_ops -= i64::from(old_op > last_applied_op);
