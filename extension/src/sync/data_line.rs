@@ -12,7 +12,9 @@
 //!   whose transaction the host rolled back), never towards a missed one,
 //!   because every insert into such a bucket goes through it.
 //! - PUTs are inserted [`BATCH`] rows per statement, flushed before any
-//!   lookup so a later op of the same line sees the earlier ones.
+//!   lookup so a later op of the same line sees the earlier ones. Their
+//!   texts are bound without copying ([`BorrowingStatement`]), the keys
+//!   written into one reused buffer.
 //!
 //! The lookup itself goes through `ps_oplog_row`, not through a (bucket,
 //! key) index: schema version 3 dropped that index, whose random-order
