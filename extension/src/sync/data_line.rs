@@ -24,7 +24,9 @@
 //! there to a later '/': [`rows_of_key`] lists those candidates (one for
 //! the usual key with two '/'), and each is looked up by (row_type, row_id)
 //! and then checked for bucket and key. The ops found are exactly those a
-//! (bucket, key) lookup finds.
+//! (bucket, key) lookup finds. A key with n '/' names n(n-1)/2 rows; when
+//! that is more than the bucket holds ops, the bucket's ops are walked
+//! instead, so a key with many '/' costs at most a walk of its bucket.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -55,6 +57,10 @@ const UPSERT_BUCKET: &str = "INSERT INTO ps_buckets(name) VALUES (?1)
 /// and id.
 const DELETE_OP_OF_ROW: &str = "DELETE FROM ps_oplog INDEXED BY ps_oplog_row
      WHERE row_type IS ?1 AND row_id IS ?2 AND bucket = ?3 AND key = ?4 RETURNING hash, op_id";
+/// SQL: the same, by a walk of the bucket's ops, for keys with so many '/'
+/// that trying every row they can name would cost more.
+const DELETE_OP_OF_BUCKET: &str = "DELETE FROM ps_oplog INDEXED BY ps_oplog_opid
+     WHERE bucket = ?1 AND key = ?2 RETURNING hash, op_id";
 /// SQL: marks a row for re-derivation at the next full apply.
 const MARK_ROW_UPDATED: &str = "INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES (?1, ?2)";
 /// SQL: marks every row of a bucket's ops for re-derivation.
@@ -168,6 +174,13 @@ fn push_key(buf: &mut String, op: &OplogEntry<'_>) {
     buf.push_str(op.subkey.as_deref().unwrap_or("null"));
 }
 
+/// How many rows [`rows_of_key`] tries for `key` (without the NULL
+/// variants): n(n-1)/2 for n '/'.
+fn row_candidates(key: &str) -> usize {
+    let slashes = key.bytes().filter(|b| *b == b'/').count();
+    slashes * slashes.saturating_sub(1) / 2
+}
+
 /// Every (row_type, row_id) an op with this key can have: the type is the
 /// key's text before one of its '/', the id the text from there to a later
 /// '/'. Where either is "", the op may also have NULL there. A key with
@@ -249,19 +262,19 @@ struct Superseded<'c> {
     bucket: i64,
     /// Prepared on first use: lines into fresh buckets never look up.
     of_row: Option<Statement<'c>>,
+    of_bucket: Option<Statement<'c>>,
 }
 
 impl Superseded<'_> {
     /// Removes the bucket's current op for `key`, adding its checksum to
-    /// `sums`; returns the removed op's id. Pending PUTs must be flushed.
-    fn remove(&mut self, key: &str, sums: &mut StoredChecksum) -> Result<Option<i64>> {
+    /// `sums`; returns the removed op's id. `ops` is how many ops the
+    /// bucket holds: a key that names more candidate rows than that is
+    /// found by walking the bucket (both ways find the same ops; this
+    /// bounds the cost of a key with many '/'). Pending PUTs must be
+    /// flushed.
+    fn remove(&mut self, key: &str, ops: i64, sums: &mut StoredChecksum) -> Result<Option<i64>> {
         let mut removed = None;
-        if self.of_row.is_none() {
-            self.of_row = Some(self.db.prepare(DELETE_OP_OF_ROW).context(CONTEXT)?);
-        }
-        let (bucket, stmt) = (self.bucket, self.of_row.as_mut().expect("prepared above"));
-        rows_of_key(key, |row_type, row_id| {
-            let mut rows = stmt.query(params![row_type, row_id, bucket, key]).context(CONTEXT)?;
+        let mut take = |rows: &mut rusqlite::Rows<'_>| -> Result<()> {
             while let Some(row) = rows.next().context(CONTEXT)? {
                 let old = Checksum(row.get::<_, i64>(0).context(CONTEXT)? as u32);
                 sums.add += old;
@@ -269,7 +282,20 @@ impl Superseded<'_> {
                 removed = Some(row.get::<_, i64>(1).context(CONTEXT)?);
             }
             Ok(())
-        })?;
+        };
+        if i64::try_from(row_candidates(key)).unwrap_or(i64::MAX) > ops.max(1) {
+            if self.of_bucket.is_none() {
+                self.of_bucket = Some(self.db.prepare(DELETE_OP_OF_BUCKET).context(CONTEXT)?);
+            }
+            let stmt = self.of_bucket.as_mut().expect("prepared above");
+            take(&mut stmt.query(params![self.bucket, key]).context(CONTEXT)?)?;
+            return Ok(removed);
+        }
+        if self.of_row.is_none() {
+            self.of_row = Some(self.db.prepare(DELETE_OP_OF_ROW).context(CONTEXT)?);
+        }
+        let (bucket, stmt) = (self.bucket, self.of_row.as_mut().expect("prepared above"));
+        rows_of_key(key, |row_type, row_id| take(&mut stmt.query(params![row_type, row_id, bucket, key]).context(CONTEXT)?))?;
         Ok(removed)
     }
 }
@@ -290,7 +316,7 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
         .context(CONTEXT)?;
     let keys = known.for_bucket(db, bucket)?;
 
-    let mut superseded = Superseded { db, bucket, of_row: None };
+    let mut superseded = Superseded { db, bucket, of_row: None, of_bucket: None };
     let mut mark_row = None;
     let mut puts = PendingPuts {
         db,
@@ -306,6 +332,7 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
     // have been stored); returns the removed op's id.
     let remove_current = |stored: bool,
                           key: &str,
+                          ops: i64,
                           puts: &mut PendingPuts<'_, '_>,
                           superseded: &mut Superseded<'_>,
                           sums: &mut StoredChecksum|
@@ -314,7 +341,7 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
             return Ok(None);
         }
         puts.flush()?;
-        superseded.remove(key, sums)
+        superseded.remove(key, ops, sums)
     };
 
     for op in &line.data {
@@ -327,7 +354,7 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
                     BucketKeys::Fresh(set) => !set.insert(key_hash(&key_buf)),
                     BucketKeys::Unknown => true,
                 };
-                if let Some(old_op) = remove_current(stored, &key_buf, &mut puts, &mut superseded, &mut sums)? {
+                if let Some(old_op) = remove_current(stored, &key_buf, op_count, &mut puts, &mut superseded, &mut sums)? {
                     op_count -= 1;
                     pending_ops -= i64::from(old_op > last_applied_op);
                 }
@@ -343,7 +370,7 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
                     BucketKeys::Fresh(set) => set.contains(&key_hash(&key_buf)),
                     BucketKeys::Unknown => true,
                 };
-                let removed = remove_current(stored, &key_buf, &mut puts, &mut superseded, &mut sums)?;
+                let removed = remove_current(stored, &key_buf, op_count, &mut puts, &mut superseded, &mut sums)?;
                 if let Some(old_op) = removed {
                     op_count -= 1;
                     pending_ops -= i64::from(old_op > last_applied_op);
@@ -459,6 +486,8 @@ mod tests {
         assert_eq!(rows("todos/1/null"), vec![some("todos", "1")]);
         assert_eq!(rows("a/b/c/null"), vec![some("a", "b"), some("a", "b/c"), some("a/b", "c")]);
         assert_eq!(rows("/x/s"), vec![some("", "x"), (None, Some("x".to_owned()))]);
+        assert_eq!(row_candidates("todos/1/null"), 1);
+        assert_eq!(row_candidates("a/b/c/null"), 3);
     }
 
     #[cfg(feature = "bundled")]
@@ -472,6 +501,10 @@ mod tests {
             })
             .unwrap();
         assert_eq!(plan, "SEARCH ps_oplog USING INDEX ps_oplog_row (row_type=? AND row_id=?)");
+        let plan: String = db
+            .query_row(&format!("EXPLAIN QUERY PLAN {DELETE_OP_OF_BUCKET}"), params![1, "k"], |r| r.get(3))
+            .unwrap();
+        assert_eq!(plan, "SEARCH ps_oplog USING INDEX ps_oplog_opid (bucket=?)");
     }
 
     #[test]
