@@ -11,10 +11,13 @@
 //!   can only err towards an unnecessary lookup (a hash collision, or keys
 //!   whose transaction the host rolled back), never towards a missed one,
 //!   because every insert into such a bucket goes through it.
-//! - PUTs are inserted [`BATCH`] rows per statement, flushed before any
-//!   lookup so a later op of the same line sees the earlier ones. Their
-//!   texts are bound without copying ([`BorrowingStatement`]), the keys
-//!   written into one reused buffer.
+//! - PUTs are inserted [`BATCH`] rows per statement. A later op of the
+//!   same line that supersedes a PUT still waiting for its INSERT takes it
+//!   out of the batch instead (that PUT already removed any stored op with
+//!   its key, so the database need not be asked); before, every lookup
+//!   flushed the batch, and a line whose ops all needed a lookup prepared a
+//!   one-row INSERT per op. Texts are bound without copying
+//!   ([`BorrowingStatement`]), the keys written into one reused buffer.
 //!
 //! The lookup itself goes through `ps_oplog_row`, not through a (bucket,
 //! key) index: schema version 3 dropped that index, whose random-order
@@ -222,6 +225,14 @@ impl<'l, 'c> PendingPuts<'l, 'c> {
         Ok(())
     }
 
+    /// Takes the waiting PUT with this key out of the batch: its op id and
+    /// checksum.
+    fn take(&mut self, key: &str) -> Option<(i64, Checksum)> {
+        let i = self.rows.iter().position(|(_, range)| &self.keys[range.clone()] == key)?;
+        let (op, _) = self.rows.remove(i);
+        Some((op.op_id, op.checksum))
+    }
+
     fn flush(&mut self) -> Result<()> {
         if self.rows.is_empty() {
             return Ok(());
@@ -270,8 +281,8 @@ impl Superseded<'_> {
     /// `sums`; returns the removed op's id. `ops` is how many ops the
     /// bucket holds: a key that names more candidate rows than that is
     /// found by walking the bucket (both ways find the same ops; this
-    /// bounds the cost of a key with many '/'). Pending PUTs must be
-    /// flushed.
+    /// bounds the cost of a key with many '/'). No PUT waiting in the
+    /// batch may have this key.
     fn remove(&mut self, key: &str, ops: i64, sums: &mut StoredChecksum) -> Result<Option<i64>> {
         let mut removed = None;
         let mut take = |rows: &mut rusqlite::Rows<'_>| -> Result<()> {
@@ -329,7 +340,8 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
     let mut cleared = false;
 
     // Removes the bucket's current op for `key` if `stored` (the key may
-    // have been stored); returns the removed op's id.
+    // have been stored), from the batch or from ps_oplog; returns the
+    // removed op's id.
     let remove_current = |stored: bool,
                           key: &str,
                           ops: i64,
@@ -340,7 +352,11 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
         if !stored {
             return Ok(None);
         }
-        puts.flush()?;
+        if let Some((op_id, checksum)) = puts.take(key) {
+            sums.add += checksum;
+            sums.op = sums.op - checksum;
+            return Ok(Some(op_id));
+        }
         superseded.remove(key, ops, sums)
     };
 
