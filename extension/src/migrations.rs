@@ -38,6 +38,11 @@ pub const MIGRATIONS: &[Migration] = &[
         up: include_str!("../../sql/migrations/0002_raw_tables.up.sql"),
         down: include_str!("../../sql/migrations/0002_raw_tables.down.sql"),
     },
+    Migration {
+        version: 3,
+        up: include_str!("../../sql/migrations/0003_oplog_key_through_row.up.sql"),
+        down: include_str!("../../sql/migrations/0003_oplog_key_through_row.down.sql"),
+    },
 ];
 
 /// The internal schema version this build writes.

@@ -3,10 +3,11 @@
 //! Everything above this module uses safe types: a [`rusqlite::Connection`]
 //! for statements, [`ValueRef`] for arguments and [`Value`] for results.
 //! Raw pointers, `extern "C"` callbacks and the entry points live here and
-//! nowhere else: this file (functions, entry points) and its two
-//! submodules, `vtab` (write-only virtual tables that see transactions
-//! begin, commit, roll back and hit savepoints) and `connection_data`
-//! (per-connection state and the change hooks).
+//! nowhere else: this file (functions, entry points) and its submodules,
+//! `vtab` (write-only virtual tables that see transactions begin, commit,
+//! roll back and hit savepoints), `connection_data` (per-connection state
+//! and the change hooks) and `borrowing` (a statement that binds text
+//! without copying it, for storing sync lines).
 //!
 //! Why not rusqlite's own `create_scalar_function`? It reports every error as
 //! `SQLITE_ERROR` (it sets the code before the message, and SQLite resets the
@@ -31,9 +32,11 @@ use rusqlite::Connection;
 
 use crate::error::{OpliteError, Result};
 
+mod borrowing;
 mod connection_data;
 mod vtab;
 
+pub use borrowing::{BorrowingStatement, Param};
 pub use connection_data::{client_data, install_change_hooks, ChangeObserver, ClientDataKey};
 pub use vtab::{register_write_only_table, WriteOnlyTable};
 

@@ -215,3 +215,94 @@ fn random_sessions_agree_with_the_reference() {
         }
     }
 }
+
+/// Keys that collide without naming the same row: `type/id/subkey` is the
+/// same text for type "a/b", id "c" and for type "a", id "b", subkey
+/// "c/null". oplite finds the op a key
+/// supersedes through the row index, trying every row the key can name;
+/// it must supersede exactly what the reference's (bucket, key) lookup
+/// does, in a bucket first filled in this iteration and in one that held
+/// ops before.
+#[test]
+fn keys_that_collide_across_rows_agree_with_the_reference() {
+    let mut pair = Pair::new();
+    let mut next_op = 0i64;
+    // Per bucket: the checksum and the count of every op sent.
+    let mut sums: BTreeMap<&str, (u32, usize)> = BTreeMap::new();
+    let mut op = |bucket: &'static str, kind: &str, t: Option<&str>, id: &str, subkey: Option<&str>| {
+        next_op += 1;
+        let checksum = (next_op * 7919 % 100_000) as u32;
+        let entry = sums.entry(bucket).or_default();
+        *entry = (entry.0.wrapping_add(checksum), entry.1 + 1);
+        let mut v = serde_json::json!({"op_id": next_op.to_string(), "op": kind, "object_id": id, "checksum": checksum});
+        if let Some(t) = t {
+            v["object_type"] = Value::from(t);
+        }
+        if let Some(s) = subkey {
+            v["subkey"] = Value::from(s);
+        }
+        if kind == "PUT" {
+            v["data"] = Value::from(format!("{{\"n\":{next_op}}}"));
+        }
+        (v, next_op, sums.clone())
+    };
+    let data = |bucket: &str, ops: Vec<Value>| {
+        serde_json::json!({"data": {"bucket": bucket, "has_more": false, "after": null, "next_after": null, "data": ops}})
+            .to_string()
+    };
+    let checkpoint = |last: i64, sums: &BTreeMap<&str, (u32, usize)>| {
+        let buckets: Vec<Value> = sums
+            .iter()
+            .map(|(b, (sum, count))| serde_json::json!({"bucket": b, "checksum": sum, "priority": 3, "count": count}))
+            .collect();
+        serde_json::json!({"checkpoint": {"last_op_id": last.to_string(), "write_checkpoint": null, "buckets": buckets}})
+            .to_string()
+    };
+    let complete = |last: i64| serde_json::json!({"checkpoint_complete": {"last_op_id": last.to_string()}}).to_string();
+
+    // Iteration 1: fresh buckets.
+    let first_b = vec![
+        op("b", "PUT", Some("a/b"), "c", None).0,
+        op("b", "PUT", Some("a"), "b", Some("c/null")).0, // supersedes the op above: the same key
+        op("b", "PUT", Some(""), "x", None).0,
+        op("b", "PUT", Some("t"), "y/z", None).0,
+        op("b", "PUT", Some(""), "w", None).0,
+        op("b", "REMOVE", Some(""), "w", None).0, // removes the op above
+    ];
+    let second_b = vec![
+        op("b", "PUT", Some("t/y"), "z", None).0, // supersedes type "t", id "y/z"
+        op("b", "PUT", Some("plain"), "p", None).0,
+    ];
+    let (c_op, _, _) = op("c", "PUT", Some("plain"), "q", None);
+    let (d_op, last, sums1) = op("d", "PUT", Some("plain"), "r", Some("s"));
+    pair.control("start", Arg::Null);
+    pair.control("line_text", Arg::Text(&checkpoint(last, &sums1)));
+    pair.control("line_text", Arg::Text(&data("b", first_b)));
+    pair.control("line_text", Arg::Text(&data("b", second_b)));
+    pair.control("line_text", Arg::Text(&data("c", vec![c_op])));
+    pair.control("line_text", Arg::Text(&data("d", vec![d_op])));
+    pair.control("line_text", Arg::Text(&complete(last)));
+    pair.control("stop", Arg::Null);
+
+    // Iteration 2: every bucket held ops before.
+    let third_b = vec![
+        op("b", "PUT", Some("a"), "b/c", None).0, // supersedes type "a", id "b", subkey "c/null"
+        op("b", "PUT", Some("t"), "y", Some("z/null")).0, // supersedes type "t/y", id "z"
+        op("b", "REMOVE", Some("plain"), "p", None).0,
+    ];
+    let c_ops = vec![
+        op("c", "PUT", Some("q/r"), "s", None).0, // the first op with a / in its type here
+        op("c", "PUT", Some("q"), "r", Some("s/null")).0, // supersedes it
+        op("c", "PUT", Some("plain"), "q", None).0,
+    ];
+    let (d_op, last, sums2) = op("d", "PUT", Some("plain/r"), "s", None);
+    pair.control("start", Arg::Null);
+    pair.control("line_text", Arg::Text(&checkpoint(last, &sums2)));
+    pair.control("line_text", Arg::Text(&data("b", third_b)));
+    pair.control("line_text", Arg::Text(&data("c", c_ops)));
+    pair.control("line_text", Arg::Text(&data("d", vec![d_op])));
+    pair.control("line_text", Arg::Text(&complete(last)));
+    pair.control("stop", Arg::Null);
+    let ops: i64 = pair.ours.query_row("SELECT count(*) FROM ps_oplog", [], |r| r.get(0)).unwrap();
+    assert_eq!(ops, 7, "ops left after superseding");
+}

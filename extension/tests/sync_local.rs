@@ -34,7 +34,6 @@ fn no_query_plan_uses_a_temporary_b_tree() {
                 "INSERT INTO sqlite_stat1(tbl, idx, stat) VALUES
                    ('ps_oplog', 'ps_oplog_row', '1000000 100 1 1'),
                    ('ps_oplog', 'ps_oplog_opid', '1000000 100000 1'),
-                   ('ps_oplog', 'ps_oplog_key', '1000000 100000 1'),
                    ('ps_buckets', 'ps_buckets_name', '10 1');",
             )
             .or_else(|_| db.execute_batch("ANALYZE; DELETE FROM sqlite_stat1;"))
