@@ -306,3 +306,55 @@ fn keys_that_collide_across_rows_agree_with_the_reference() {
     let ops: i64 = pair.ours.query_row("SELECT count(*) FROM ps_oplog", [], |r| r.get(0)).unwrap();
     assert_eq!(ops, 7, "ops left after superseding");
 }
+
+/// Ops that name no row (no object_type or no object_id): stored with NULL
+/// type, id and key, replacing nothing and replaced by nothing, in a fresh
+/// bucket and in one that held ops. (The reference core cannot apply a
+/// checkpoint holding them, so only storing is compared.)
+#[test]
+fn ops_without_a_type_or_id_are_stored_as_the_reference_stores_them() {
+    let mut pair = Pair::new();
+    let op = |id: u32, kind: &str, t: Option<&str>, row: Option<&str>| {
+        let mut v = serde_json::json!({"op_id": id.to_string(), "op": kind, "checksum": id});
+        if let Some(t) = t {
+            v["object_type"] = Value::from(t);
+        }
+        if let Some(row) = row {
+            v["object_id"] = Value::from(row);
+        }
+        if kind == "PUT" {
+            v["data"] = Value::from(format!("{{\"n\":{id}}}"));
+        }
+        v
+    };
+    let data = |ops: Vec<Value>| serde_json::json!({"data": {"bucket": "b", "data": ops}}).to_string();
+    let checkpoint = |last: u32| {
+        let sum: u32 = (1..=last).sum();
+        serde_json::json!({"checkpoint": {"last_op_id": last.to_string(), "buckets": [{"bucket": "b", "checksum": sum}]}})
+            .to_string()
+    };
+    pair.control("start", Arg::Null);
+    pair.control("line_text", Arg::Text(&checkpoint(7)));
+    pair.control(
+        "line_text",
+        Arg::Text(&data(vec![
+            op(1, "PUT", None, Some("x")),
+            op(2, "PUT", Some("t"), None),
+            op(3, "PUT", None, None),
+            op(4, "PUT", Some(""), Some("x")),
+            op(5, "REMOVE", None, Some("x")),
+            op(6, "PUT", Some("t"), Some("x")),
+            op(7, "PUT", None, Some("x")),
+        ])),
+    );
+    pair.control("stop", Arg::Null);
+    pair.control("start", Arg::Null);
+    pair.control("line_text", Arg::Text(&checkpoint(10)));
+    pair.control(
+        "line_text",
+        Arg::Text(&data(vec![op(8, "PUT", None, Some("x")), op(9, "REMOVE", Some("t"), None), op(10, "PUT", Some("t"), Some("x"))])),
+    );
+    pair.control("stop", Arg::Null);
+    let rowless: i64 = pair.ours.query_row("SELECT count(*) FROM ps_oplog WHERE key IS NULL", [], |r| r.get(0)).unwrap();
+    assert_eq!(rowless, 5, "every op without a type or id is kept, keyless");
+}

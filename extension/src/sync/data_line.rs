@@ -177,6 +177,13 @@ fn push_key(buf: &mut String, op: &OplogEntry<'_>) {
     buf.push_str(op.subkey.as_deref().unwrap_or("null"));
 }
 
+/// An op that names no row: its type or its id is missing. As the
+/// reference core, such an op is stored with NULL type, id and key, and
+/// neither replaces nor is replaced by any other op.
+fn rowless(op: &OplogEntry<'_>) -> bool {
+    op.object_type.is_none() || op.object_id.is_none()
+}
+
 /// How many rows [`rows_of_key`] tries for `key` (without the NULL
 /// variants): n(n-1)/2 for n '/'.
 fn row_candidates(key: &str) -> usize {
@@ -217,7 +224,11 @@ struct PendingPuts<'l, 'c> {
 impl<'l, 'c> PendingPuts<'l, 'c> {
     fn push(&mut self, op: &'l OplogEntry<'l>) -> Result<()> {
         let from = self.keys.len();
-        push_key(&mut self.keys, op);
+        // A row-less op is stored without a key (an empty range, which no
+        // key a lookup asks for equals).
+        if !rowless(op) {
+            push_key(&mut self.keys, op);
+        }
         self.rows.push((op, from..self.keys.len()));
         if self.rows.len() == BATCH {
             self.flush()?;
@@ -239,12 +250,17 @@ impl<'l, 'c> PendingPuts<'l, 'c> {
         }
         let mut params = Vec::with_capacity(self.rows.len() * 7);
         for (op, key) in &self.rows {
+            let (row_type, row_id, key) = if rowless(op) {
+                (None, None, None)
+            } else {
+                (op.object_type.as_deref(), op.object_id.as_deref(), Some(&self.keys[key.clone()]))
+            };
             params.extend([
                 Param::Int(self.bucket),
                 Param::Int(op.op_id),
-                Param::Text(op.object_type.as_deref()),
-                Param::Text(op.object_id.as_deref()),
-                Param::Text(Some(&self.keys[key.clone()])),
+                Param::Text(row_type),
+                Param::Text(row_id),
+                Param::Text(key),
                 Param::Text(op.data.as_deref()),
                 Param::Int(i64::from(op.checksum.0 as i32)),
             ]);
@@ -367,6 +383,7 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
                 push_key(&mut key_buf, op);
                 // One probe of the set: a key it did not hold is new.
                 let stored = match keys {
+                    _ if rowless(op) => false,
                     BucketKeys::Fresh(set) => !set.insert(key_hash(&key_buf)),
                     BucketKeys::Unknown => true,
                 };
@@ -383,6 +400,7 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
                 key_buf.clear();
                 push_key(&mut key_buf, op);
                 let stored = match keys {
+                    _ if rowless(op) => false,
                     BucketKeys::Fresh(set) => set.contains(&key_hash(&key_buf)),
                     BucketKeys::Unknown => true,
                 };
