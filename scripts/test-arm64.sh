@@ -8,12 +8,11 @@
 # mistakes that x86_64 forgives.
 #
 # What runs: the unit tests (--lib) and every integration test in
-# extension/tests/ except those listed in EXCLUDED below, which load an
-# x86_64 shared library into the test process and so cannot run on ARM64:
-#   loading              loads target/release/liboplite.so (the host build)
-#   differential_schema  loads the reference PowerSync core (x86_64 .so)
-#   differential_sync    loads the reference PowerSync core (x86_64 .so)
-# A new file in extension/tests/ runs here automatically.
+# extension/tests/ except those that load an x86_64 shared library into the
+# test process (the reference PowerSync core, or the host build of
+# liboplite.so), found by what they call (LOADS_X86_64 below), and those
+# listed in EXCLUDED (they spawn helper processes of the host's kind).
+# A new file in extension/tests/ runs here unless it loads such a library.
 #
 # Then the static library as an app links it: scripts/build-mobile.sh
 # builds it for aarch64-unknown-linux-gnu as for Android (profile `mobile`,
@@ -34,7 +33,10 @@ REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
 TARGET=aarch64-unknown-linux-gnu
 # Tests that load x86_64 libraries (the reference core, liboplite.so) or
 # spawn helper processes of the host architecture do not run here.
-EXCLUDED=(loading differential_schema differential_sync differential_schema_changes differential_views schema_replace concurrency crash)
+EXCLUDED=(concurrency crash)
+# What a test file calls when it loads the reference core or liboplite.so
+# (extension/tests/common: reference(), reference_so(), oplite_so(), Pair).
+LOADS_X86_64='reference_so\(|reference\(\)|oplite_so\(|Pair::new|Pair \{'
 
 "$SCRIPT_DIR/install-mobile-toolchain.sh" --arm64
 
@@ -44,6 +46,10 @@ for file in extension/tests/*.rs; do
     name="$(basename "$file" .rs)"
     skip=0
     for excluded in "${EXCLUDED[@]}"; do [[ $name == "$excluded" ]] && skip=1; done
+    if [[ $skip == 0 ]] && grep -qE "$LOADS_X86_64" "$file"; then
+        skip=1
+        EXCLUDED+=("$name")
+    fi
     [[ $skip == 1 ]] || tests+=(--test "$name")
 done
 echo "[test-arm64] running --lib ${tests[*]} (excluded, they load x86_64 libraries: ${EXCLUDED[*]})"
