@@ -49,6 +49,25 @@ pub type ScalarBody = dyn Fn(&Connection, &[ValueRef<'_>]) -> Result<Value>;
 /// the handle in a [`Connection`] allocates, and most calls never need it.
 pub type FunctionBody = dyn Fn(&CallContext, &[ValueRef<'_>]) -> Result<Value>;
 
+/// The body of a scalar SQL function that hands its result to [`Emit`]
+/// instead of returning it, so the result can borrow from state the
+/// function keeps between calls (SQLite copies it).
+pub type EmittingBody = dyn Fn(&CallContext, &[ValueRef<'_>], Emit<'_>) -> Result<()>;
+
+/// Where an [`EmittingBody`] puts its result.
+pub struct Emit<'a> {
+    ctx: *mut ffi::sqlite3_context,
+    _call: std::marker::PhantomData<&'a ()>,
+}
+
+impl Emit<'_> {
+    /// Sets the function's result; SQLite copies text and blobs.
+    pub fn value(self, value: ValueRef<'_>) {
+        // SAFETY: ctx is the live context of the call this Emit was made for.
+        unsafe { set_result_ref(self.ctx, value) }
+    }
+}
+
 /// What a [`FunctionBody`] gets besides its arguments.
 pub struct CallContext {
     handle: *mut ffi::sqlite3,
@@ -85,7 +104,12 @@ pub enum Purity {
 
 struct RegisteredFunction {
     name: &'static str,
-    body: Box<FunctionBody>,
+    body: Body,
+}
+
+enum Body {
+    Returning(Box<FunctionBody>),
+    Emitting(Box<EmittingBody>),
 }
 
 /// Registers a scalar function on `db`. `n_args` of -1 accepts any number.
@@ -108,6 +132,22 @@ pub fn register_function(
     purity: Purity,
     body: Box<FunctionBody>,
 ) -> Result<()> {
+    register(db, name, n_args, purity, Body::Returning(body))
+}
+
+/// Registers a scalar function whose body emits its result (see
+/// [`EmittingBody`]).
+pub fn register_emitting_function(
+    db: &Connection,
+    name: &'static str,
+    n_args: c_int,
+    purity: Purity,
+    body: Box<EmittingBody>,
+) -> Result<()> {
+    register(db, name, n_args, purity, Body::Emitting(body))
+}
+
+fn register(db: &Connection, name: &'static str, n_args: c_int, purity: Purity, body: Body) -> Result<()> {
     let c_name = CString::new(name).map_err(|_| OpliteError::Internal(format!("function name {name:?}")))?;
     let mut flags = ffi::SQLITE_UTF8;
     match purity {
@@ -154,11 +194,17 @@ unsafe extern "C" fn call_function(ctx: *mut ffi::sqlite3_context, argc: c_int, 
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         // Functions run once per row from triggers: most calls keep their
         // arguments on the stack instead of allocating.
+        // (Filling 64 slots costs as much as a small function's body, so
+        // the common few-argument call fills 8.)
         let argc = argc.max(0) as usize;
-        let mut on_stack = [ValueRef::Null; 64];
+        let mut few = [ValueRef::Null; 8];
+        let mut many;
         let mut on_heap = Vec::new();
-        let args: &mut [ValueRef<'_>] = if argc <= on_stack.len() {
-            &mut on_stack[..argc]
+        let args: &mut [ValueRef<'_>] = if argc <= few.len() {
+            &mut few[..argc]
+        } else if argc <= 64 {
+            many = [ValueRef::Null; 64];
+            &mut many[..argc]
         } else {
             on_heap.resize(argc, ValueRef::Null);
             &mut on_heap
@@ -169,15 +215,18 @@ unsafe extern "C" fn call_function(ctx: *mut ffi::sqlite3_context, argc: c_int, 
         }
         // SAFETY: ctx is the live context of this call.
         let call = CallContext { handle: unsafe { ffi::sqlite3_context_db_handle(ctx) }, connection: OnceCell::new() };
-        (function.body)(&call, args)
+        match &function.body {
+            Body::Returning(body) => body(&call, args).map(|value| {
+                // SAFETY: ctx is the live context of this call.
+                unsafe { set_result(ctx, value) }
+            }),
+            Body::Emitting(body) => body(&call, args, Emit { ctx, _call: std::marker::PhantomData }),
+        }
     }));
     let result = outcome.unwrap_or_else(|panic| Err(panic_error(function.name, panic)));
-    // SAFETY: ctx is the live context of this call.
-    unsafe {
-        match result {
-            Ok(value) => set_result(ctx, value),
-            Err(err) => set_error(ctx, &err),
-        }
+    if let Err(err) = result {
+        // SAFETY: ctx is the live context of this call.
+        unsafe { set_error(ctx, &err) }
     }
 }
 

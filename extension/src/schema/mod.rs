@@ -26,6 +26,7 @@ pub mod apply;
 pub mod clear;
 pub mod crud;
 pub mod crud_json;
+mod decode;
 pub mod ddl;
 pub mod hooks;
 pub mod installed;
@@ -53,6 +54,7 @@ use crate::sqlite::{register_function, register_scalar, Purity};
 pub fn register(db: &Connection) -> Result<()> {
     crud::register(db)?;
     undeclared::register(db)?;
+    decode::register(db)?;
     hooks::register(db)?;
     clear::register(db)?;
     register_scalar(

@@ -1,11 +1,11 @@
 //! SQL that turns a synced row's JSON into a data-table row and back.
 //!
-//! Decoding is `json_extract` per declared column, so a stored value is
-//! exactly what the reference core's view would have extracted (strings stay
-//! text, `1.0` stays real, objects and arrays become their JSON text), and
-//! `oplite_undeclared` ([`super::undeclared`]) for [`UNDECLARED_COLUMN`].
-//! SQLite caches the parse of a JSON text within a statement, so each row's
-//! JSON is parsed once however many columns read it.
+//! Decoding is `oplite_field` ([`super::decode`]) per declared column and
+//! once more for [`UNDECLARED_COLUMN`]: it parses the row once and gives
+//! exactly what the reference core's view would have extracted with
+//! `json_extract` (strings stay text, `1.0` stays real, objects and arrays
+//! become their JSON text). Filling a column from stored undeclared fields
+//! uses `json_extract` and `oplite_undeclared` directly.
 //!
 //! Encoding (for rows that move to ps_untyped, or to the JSON layout) is
 //! `json_object` of the columns joined with the undeclared fields.
@@ -43,17 +43,18 @@ pub fn undeclared(data: &str, columns: &[String]) -> String {
 /// The column list, decoded values and upsert clause shared by the typed
 /// statements below.
 fn typed_parts(columns: &[String], id: &str, data: &str) -> (String, String, String) {
+    let keys = string(&serde_json::to_string(columns).unwrap_or_else(|_| "[]".to_owned()));
     let mut names = vec!["id".to_owned()];
     let mut values = vec![id.to_owned()];
     let mut sets = Vec::new();
-    for column in columns {
+    for (i, column) in columns.iter().enumerate() {
         let quoted = identifier(column);
         names.push(quoted.clone());
-        values.push(extract(data, column));
+        values.push(format!("oplite_field({data}, {keys}, {i})"));
         sets.push(format!("{quoted} = excluded.{quoted}"));
     }
     names.push(UNDECLARED_COLUMN.to_owned());
-    values.push(undeclared(data, columns));
+    values.push(format!("oplite_field({data}, {keys}, {})", columns.len()));
     sets.push(format!("{UNDECLARED_COLUMN} = excluded.{UNDECLARED_COLUMN}"));
     (names.join(", "), values.join(", "), sets.join(", "))
 }
@@ -139,11 +140,11 @@ mod tests {
     fn typed_upsert() {
         assert_eq!(
             upsert_typed_row("ps_data__t", &["a".into(), "b c".into()]),
-            "INSERT INTO \"ps_data__t\"(id, \"a\", \"b c\", ps_undeclared) VALUES (?1, json_extract(?2, '$.\"a\"'), \
-             json_extract(?2, '$.\"b c\"'), oplite_undeclared(?2, 'a', 'b c')) \
+            "INSERT INTO \"ps_data__t\"(id, \"a\", \"b c\", ps_undeclared) VALUES (?1, oplite_field(?2, '[\"a\",\"b c\"]', 0), \
+             oplite_field(?2, '[\"a\",\"b c\"]', 1), oplite_field(?2, '[\"a\",\"b c\"]', 2)) \
              ON CONFLICT(id) DO UPDATE SET \"a\" = excluded.\"a\", \"b c\" = excluded.\"b c\", ps_undeclared = excluded.ps_undeclared"
         );
-        assert!(upsert_typed_from_select("t", &[], "SELECT 1").contains("oplite_undeclared(data)"));
+        assert!(upsert_typed_from_select("t", &[], "SELECT 1").contains("oplite_field(data, '[]', 0)"));
     }
 
     #[cfg(feature = "bundled")]

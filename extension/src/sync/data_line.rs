@@ -31,6 +31,7 @@
 //! that is more than the bucket holds ops, the bucket's ops are walked
 //! instead, so a key with many '/' costs at most a walk of its bucket.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -150,14 +151,15 @@ impl std::fmt::Debug for KnownKeys {
 
 impl KnownKeys {
     fn for_bucket(&mut self, db: &Connection, bucket: i64) -> Result<&mut BucketKeys> {
-        if !self.buckets.contains_key(&bucket) {
-            let empty: bool = db
-                .query_row("SELECT NOT EXISTS(SELECT 1 FROM ps_oplog WHERE bucket = ?1)", [bucket], |r| r.get(0))
-                .context(CONTEXT)?;
-            let keys = if empty { BucketKeys::Fresh(KeySet::default()) } else { BucketKeys::Unknown };
-            self.buckets.insert(bucket, keys);
+        match self.buckets.entry(bucket) {
+            Entry::Occupied(known) => Ok(known.into_mut()),
+            Entry::Vacant(slot) => {
+                let empty: bool = db
+                    .query_row("SELECT NOT EXISTS(SELECT 1 FROM ps_oplog WHERE bucket = ?1)", [bucket], |r| r.get(0))
+                    .context(CONTEXT)?;
+                Ok(slot.insert(if empty { BucketKeys::Fresh(KeySet::default()) } else { BucketKeys::Unknown }))
+            }
         }
-        Ok(self.buckets.get_mut(&bucket).expect("inserted above"))
     }
 }
 

@@ -1,0 +1,452 @@
+//! `oplite_field(data, keys, i)`: one column of a synced row, with the row's
+//! JSON decoded once for all of its columns.
+//!
+//! Writing a synced row into a typed table needs the value of every declared
+//! key and the members the schema does not declare. With `json_extract` per
+//! column SQLite walks its parse of the row once per column and converts the
+//! path each time: on 1M rows of 12 fields, the 12 calls and
+//! `oplite_undeclared` cost about 3.8 µs a row, twice what writing the row
+//! costs. Here the first call for a row scans its text once, keeps every
+//! declared value and the undeclared members, and the other calls of that row
+//! only compare the text and hand out a value.
+//!
+//! `keys` is the JSON array of the table's declared keys (a constant of the
+//! statement). For `i` below its length the result is what
+//! `json_extract(data, '$."<key i>"')` returns; for `i` equal to it, what
+//! `oplite_undeclared(data, <keys>)` returns. The cache holds the last row and
+//! is compared by content, so the order in which SQLite evaluates the calls
+//! does not matter.
+//!
+//! Only plain JSON takes the fast path: an object whose keys have no escapes
+//! and whose values follow RFC 8259. Anything else (JSON5, a key with
+//! escapes, a string holding `\u0000`, an array, text that is not JSON) is
+//! answered by SQLite's own `json_extract` through a nested query and by
+//! [`undeclared_members`], so results and errors never differ from theirs.
+
+use std::cell::RefCell;
+
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::Connection;
+
+use super::crud::owned;
+use super::undeclared::undeclared_members;
+use crate::error::{OpliteError, Result};
+use crate::sqlite::{register_emitting_function, CallContext, Emit, Purity};
+
+/// A byte range of the row's text or of the decoder's scratch buffer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Text {
+    Data(usize, usize),
+    Scratch(usize, usize),
+}
+
+/// A declared key's value in the last row.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Field {
+    Missing,
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(Text),
+}
+
+/// The row is not plain JSON: SQLite's own functions must answer.
+#[derive(Debug)]
+struct NotPlain;
+
+type Scan<T> = std::result::Result<T, NotPlain>;
+
+/// The last row decoded, and the key list it was decoded for.
+#[derive(Default)]
+pub struct RowDecoder {
+    keys_text: Vec<u8>,
+    keys: Vec<Vec<u8>>,
+    data: Vec<u8>,
+    /// False until a row is decoded, and after the keys change.
+    cached: bool,
+    /// The cached row took the fast path.
+    plain: bool,
+    fields: Vec<Field>,
+    scratch: Vec<u8>,
+    /// `{...}` of the undeclared members, or empty for none.
+    undeclared: Vec<u8>,
+}
+
+impl RowDecoder {
+    /// Value `index` of the row `data` for the key list `keys`, or None if
+    /// the row is not plain JSON.
+    pub fn field(&mut self, keys: &[u8], data: &[u8], index: usize) -> Result<Option<ValueRef<'_>>> {
+        if keys != self.keys_text.as_slice() {
+            self.set_keys(keys)?;
+        }
+        if index > self.keys.len() {
+            return Err(bad_call(format!("column {index} of a row with {} keys", self.keys.len())));
+        }
+        if !self.cached || data != self.data.as_slice() {
+            self.decode(data);
+        }
+        if !self.plain {
+            return Ok(None);
+        }
+        let field = match self.fields.get(index) {
+            Some(field) => *field,
+            None if self.undeclared.is_empty() => Field::Null,
+            None => return Ok(Some(ValueRef::Text(&self.undeclared))),
+        };
+        Ok(Some(match field {
+            Field::Missing | Field::Null => ValueRef::Null,
+            Field::Integer(i) => ValueRef::Integer(i),
+            Field::Real(r) => ValueRef::Real(r),
+            Field::Text(Text::Data(start, end)) => ValueRef::Text(&self.data[start..end]),
+            Field::Text(Text::Scratch(start, end)) => ValueRef::Text(&self.scratch[start..end]),
+        }))
+    }
+
+    /// The declared keys (valid after a call to [`Self::field`]).
+    fn keys(&self) -> &[Vec<u8>] {
+        &self.keys
+    }
+
+    fn set_keys(&mut self, keys: &[u8]) -> Result<()> {
+        let parsed: Vec<String> = serde_json::from_slice(keys)
+            .map_err(|e| bad_call(format!("keys must be a JSON array of strings: {e}")))?;
+        self.keys = parsed.into_iter().map(String::into_bytes).collect();
+        self.keys_text.clear();
+        self.keys_text.extend_from_slice(keys);
+        self.cached = false;
+        Ok(())
+    }
+
+    fn decode(&mut self, data: &[u8]) {
+        self.data.clear();
+        self.data.extend_from_slice(data);
+        self.fields.clear();
+        self.fields.resize(self.keys.len(), Field::Missing);
+        self.scratch.clear();
+        self.undeclared.clear();
+        self.cached = true;
+        let RowDecoder { keys, data, fields, scratch, undeclared, .. } = self;
+        self.plain = scan_object(data, keys, fields, scratch, undeclared).is_ok();
+    }
+}
+
+fn bad_call(message: String) -> OpliteError {
+    OpliteError::Malformed { what: "oplite_field() arguments", message }
+}
+
+fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+    while matches!(bytes.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+fn expect(bytes: &[u8], i: usize, byte: u8) -> Scan<usize> {
+    if bytes.get(i) == Some(&byte) {
+        Ok(i + 1)
+    } else {
+        Err(NotPlain)
+    }
+}
+
+/// Scans the top-level object `data`, filling `fields` (first occurrence
+/// of a key wins, as with `json_extract`) and `undeclared` (members copied
+/// as they arrived, as `oplite_undeclared` does).
+fn scan_object(
+    data: &[u8],
+    keys: &[Vec<u8>],
+    fields: &mut [Field],
+    scratch: &mut Vec<u8>,
+    undeclared: &mut Vec<u8>,
+) -> Scan<()> {
+    let mut i = expect(data, skip_ws(data, 0), b'{')?;
+    i = skip_ws(data, i);
+    let mut hint = 0;
+    if data.get(i) == Some(&b'}') {
+        i += 1;
+    } else {
+        loop {
+            let member_start = i;
+            let key_end = plain_string_end(data, expect(data, i, b'"')?)?;
+            let key = &data[member_start + 1..key_end];
+            i = expect(data, skip_ws(data, key_end + 1), b':')?;
+            i = skip_ws(data, i);
+            let (field, end) = value(data, i, scratch)?;
+            let slot = if keys.get(hint).is_some_and(|k| k.as_slice() == key) {
+                Some(hint)
+            } else {
+                keys.iter().position(|k| k.as_slice() == key)
+            };
+            match slot {
+                Some(k) => {
+                    hint = k + 1;
+                    if fields[k] == Field::Missing {
+                        fields[k] = field;
+                    }
+                }
+                None => {
+                    undeclared.push(if undeclared.is_empty() { b'{' } else { b',' });
+                    undeclared.extend_from_slice(&data[member_start..end]);
+                }
+            }
+            i = skip_ws(data, end);
+            match data.get(i) {
+                Some(b',') => i = skip_ws(data, i + 1),
+                Some(b'}') => {
+                    i += 1;
+                    break;
+                }
+                _ => return Err(NotPlain),
+            }
+        }
+    }
+    if skip_ws(data, i) != data.len() {
+        return Err(NotPlain);
+    }
+    if !undeclared.is_empty() {
+        undeclared.push(b'}');
+    }
+    Ok(())
+}
+
+/// The index of the closing quote of a string whose content starts at `i`
+/// and holds no escapes or control characters.
+fn plain_string_end(data: &[u8], mut i: usize) -> Scan<usize> {
+    while let Some(&b) = data.get(i) {
+        match b {
+            b'"' => return Ok(i),
+            b'\\' => return Err(NotPlain),
+            0..=0x1f => return Err(NotPlain),
+            _ => i += 1,
+        }
+    }
+    Err(NotPlain)
+}
+
+/// The value starting at `i`, and the index after it.
+fn value(data: &[u8], i: usize, scratch: &mut Vec<u8>) -> Scan<(Field, usize)> {
+    match data.get(i) {
+        Some(b'"') => string(data, i, scratch),
+        Some(b'{' | b'[') => nested(data, i, scratch),
+        Some(b't') => literal(data, i, b"true", Field::Integer(1)),
+        Some(b'f') => literal(data, i, b"false", Field::Integer(0)),
+        Some(b'n') => literal(data, i, b"null", Field::Null),
+        Some(b'-' | b'0'..=b'9') => number(data, i),
+        _ => Err(NotPlain),
+    }
+}
+
+fn literal(data: &[u8], i: usize, word: &[u8], field: Field) -> Scan<(Field, usize)> {
+    if data[i..].starts_with(word) {
+        Ok((field, i + word.len()))
+    } else {
+        Err(NotPlain)
+    }
+}
+
+/// A string value: its content as it is when there are no escapes,
+/// decoded into `scratch` otherwise.
+fn string(data: &[u8], i: usize, scratch: &mut Vec<u8>) -> Scan<(Field, usize)> {
+    let mut j = i + 1;
+    let mut escaped = false;
+    loop {
+        match data.get(j) {
+            Some(b'"') => break,
+            Some(b'\\') => {
+                escaped = true;
+                j += 2;
+            }
+            Some(0..=0x1f) | None => return Err(NotPlain),
+            Some(_) => j += 1,
+        }
+    }
+    if !escaped {
+        return Ok((Field::Text(Text::Data(i + 1, j)), j + 1));
+    }
+    let decoded: String = serde_json::from_slice(&data[i..=j]).map_err(|_| NotPlain)?;
+    if decoded.contains('\0') {
+        return Err(NotPlain);
+    }
+    let start = scratch.len();
+    scratch.extend_from_slice(decoded.as_bytes());
+    Ok((Field::Text(Text::Scratch(start, scratch.len())), j + 1))
+}
+
+/// An object or array value: its JSON text without whitespace, which is
+/// how `json_extract` renders it.
+fn nested(data: &[u8], i: usize, scratch: &mut Vec<u8>) -> Scan<(Field, usize)> {
+    let mut depth = 0usize;
+    let mut j = i;
+    let mut spaced = false;
+    let end = loop {
+        match data.get(j) {
+            Some(b'"') => {
+                j += 1;
+                loop {
+                    match data.get(j) {
+                        Some(b'"') => break,
+                        Some(b'\\') => j += 2,
+                        Some(_) => j += 1,
+                        None => return Err(NotPlain),
+                    }
+                }
+            }
+            Some(b'{' | b'[') => depth += 1,
+            Some(b'}' | b']') => {
+                depth -= 1;
+                if depth == 0 {
+                    break j + 1;
+                }
+            }
+            Some(b' ' | b'\t' | b'\n' | b'\r') => spaced = true,
+            Some(_) => {}
+            None => return Err(NotPlain),
+        }
+        j += 1;
+    };
+    let text = &data[i..end];
+    serde_json::from_slice::<serde::de::IgnoredAny>(text).map_err(|_| NotPlain)?;
+    if !spaced {
+        return Ok((Field::Text(Text::Data(i, end)), end));
+    }
+    let start = scratch.len();
+    let mut in_string = false;
+    let mut k = 0;
+    while k < text.len() {
+        let b = text[k];
+        if in_string {
+            scratch.push(b);
+            if b == b'\\' {
+                scratch.push(text[k + 1]);
+                k += 1;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if b == b'"' {
+            in_string = true;
+            scratch.push(b);
+        } else if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            scratch.push(b);
+        }
+        k += 1;
+    }
+    Ok((Field::Text(Text::Scratch(start, scratch.len())), end))
+}
+
+/// A number in RFC 8259's grammar: an integer when it has no fraction or
+/// exponent and fits in 64 bits, a real otherwise (as `json_extract`).
+fn number(data: &[u8], i: usize) -> Scan<(Field, usize)> {
+    let digits = |mut j: usize| {
+        while data.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        j
+    };
+    let mut j = i;
+    if data[j] == b'-' {
+        j += 1;
+    }
+    match data.get(j) {
+        Some(b'0') => j += 1,
+        Some(b'1'..=b'9') => j = digits(j),
+        _ => return Err(NotPlain),
+    }
+    let mut integer = true;
+    if data.get(j) == Some(&b'.') {
+        integer = false;
+        let after = digits(j + 1);
+        if after == j + 1 {
+            return Err(NotPlain);
+        }
+        j = after;
+    }
+    if matches!(data.get(j), Some(b'e' | b'E')) {
+        integer = false;
+        j += 1;
+        if matches!(data.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        let after = digits(j);
+        if after == j {
+            return Err(NotPlain);
+        }
+        j = after;
+    }
+    // The slice is ASCII digits and signs by construction.
+    let text = std::str::from_utf8(&data[i..j]).map_err(|_| NotPlain)?;
+    if integer {
+        if let Ok(n) = text.parse::<i64>() {
+            return Ok((Field::Integer(n), j));
+        }
+    }
+    text.parse::<f64>().map(|r| (Field::Real(r), j)).map_err(|_| NotPlain)
+}
+
+/// Answers a row that is not plain JSON with SQLite's `json_extract` (run
+/// as a nested query) or with `oplite_undeclared`'s code.
+fn fallback(call: &CallContext, key: Option<&[u8]>, keys: &[Vec<u8>], data: ValueRef<'_>, emit: Emit<'_>) -> Result<()> {
+    match key {
+        Some(key) => {
+            let key = String::from_utf8_lossy(key);
+            let path = format!("$.{}", serde_json::to_string(&key).map_err(|e| OpliteError::Internal(e.to_string()))?);
+            let value: Value = query_extract(call.db()?, data, &path)?;
+            emit.value((&value).into());
+        }
+        None => {
+            let ValueRef::Text(text) = data else {
+                emit.value(ValueRef::Null);
+                return Ok(());
+            };
+            let declared: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            let members = undeclared_members(text, &declared)?;
+            emit.value(members.as_deref().map_or(ValueRef::Null, |m| ValueRef::Text(m.as_bytes())));
+        }
+    }
+    Ok(())
+}
+
+fn query_extract(db: &Connection, data: ValueRef<'_>, path: &str) -> Result<Value> {
+    let data = owned(data);
+    db.query_row("SELECT json_extract(?1, ?2)", rusqlite::params![data, path], |r| r.get(0))
+        .map_err(|e| OpliteError::sqlite("decoding a synced row", e))
+}
+
+pub(super) fn register(db: &Connection) -> Result<()> {
+    let decoder = RefCell::new(RowDecoder::default());
+    register_emitting_function(
+        db,
+        "oplite_field",
+        3,
+        Purity::Deterministic,
+        Box::new(move |call, args, emit| {
+            let [data, ValueRef::Text(keys), ValueRef::Integer(index)] = args else {
+                return Err(bad_call("expected (data, keys JSON array, column index)".into()));
+            };
+            let index = usize::try_from(*index).map_err(|_| bad_call(format!("column index {index}")))?;
+            if *data == ValueRef::Null {
+                emit.value(ValueRef::Null);
+                return Ok(());
+            }
+            let mut decoder = decoder
+                .try_borrow_mut()
+                .map_err(|_| OpliteError::Internal("oplite_field() called from within itself".into()))?;
+            if let ValueRef::Text(text) = data {
+                if let Some(value) = decoder.field(keys, text, index)? {
+                    emit.value(value);
+                    return Ok(());
+                }
+            } else if keys != &decoder.keys_text.as_slice() {
+                decoder.set_keys(keys)?;
+            }
+            let all = decoder.keys().to_vec();
+            drop(decoder);
+            if index > all.len() {
+                return Err(bad_call(format!("column {index} of a row with {} keys", all.len())));
+            }
+            fallback(call, all.get(index).map(Vec::as_slice), &all, *data, emit)
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,208 @@
+//! The decoder against SQLite's own `json_extract` and `oplite_undeclared`:
+//! hand-picked rows, then generated ones (plain, spaced, escaped, JSON5,
+//! broken), every key compared by type and exact value.
+
+use super::*;
+
+#[test]
+fn plain_rows_take_the_fast_path() {
+    let mut d = RowDecoder::default();
+    let keys = br#"["a","b","c","d","e","f"]"#;
+    let row = br#"{"a":1,"b":-2.5e1,"c":"x y","x":[1, 2],"d":{"k": [true, null]},"e":false,"a":7,"z":null}"#;
+    let got: Vec<Option<Value>> = (0..=6).map(|i| d.field(keys, row, i).unwrap().map(owned)).collect();
+    assert_eq!(
+        got,
+        vec![
+            Some(Value::Integer(1)),
+            Some(Value::Real(-25.0)),
+            Some(Value::Text("x y".into())),
+            Some(Value::Text(r#"{"k":[true,null]}"#.into())),
+            Some(Value::Integer(0)),
+            Some(Value::Null),
+            Some(Value::Text(r#"{"x":[1, 2],"z":null}"#.into())),
+        ]
+    );
+    assert!(d.field(keys, row, 7).is_err());
+    assert!(d.field(b"not keys", row, 0).is_err());
+}
+
+#[test]
+fn anything_unusual_is_left_to_sqlite() {
+    let mut d = RowDecoder::default();
+    let keys = br#"["a"]"#;
+    for row in [
+        r#"{a:1}"#,
+        r#"{"a":01}"#,
+        r#"{"a":1.}"#,
+        r#"{"a":.5}"#,
+        r#"{"a":+1}"#,
+        r#"{"a":0x10}"#,
+        r#"{"a":"\u0000"}"#,
+        r#"{"\u0061":1}"#,
+        r#"{"a":[1,]}"#,
+        r#"{"a":1,}"#,
+        r#"{"a":tru}"#,
+        r#"{"a":"tab	in string"}"#,
+        r#"[1]"#,
+        r#"{"a":1} x"#,
+        r#""#,
+        r#"{"a":"unterminated}"#,
+    ] {
+        assert_eq!(d.field(keys, row.as_bytes(), 0).unwrap(), None, "{row}");
+    }
+}
+
+/// A small deterministic generator (xorshift), so failures replay.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+
+    fn ws(&mut self) -> &'static str {
+        if self.below(4) == 0 {
+            [" ", "\n ", "\t", "  "][self.below(4) as usize]
+        } else {
+            ""
+        }
+    }
+
+    fn number(&mut self) -> String {
+        match self.below(8) {
+            0 => format!("{}", self.next() as i64),
+            1 => format!("{}", self.below(1000) as i64 - 500),
+            2 => format!("{}.{}", self.below(100000), self.below(1000)),
+            3 => format!("{}", f64::from_bits(self.next() >> 2)),
+            4 => format!("{:e}", (self.next() as f64) / (self.below(1 << 40) + 1) as f64),
+            5 => format!("{}{}", self.below(10) + 1, "0".repeat(self.below(25) as usize)),
+            6 => format!("-0.{:017}", self.next() % 100_000_000_000_000_000),
+            _ => self.pick(&["0", "-0", "1e400", "-1E-400", "2.5e+3", "1.0", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "-0.0"]).into(),
+        }
+    }
+
+    fn string(&mut self) -> String {
+        match self.below(6) {
+            0 => r#""with \"escapes\" \\ \n \u00e9 \ud83d\ude00""#.into(),
+            1 => "\"h\u{e9}llo w\u{f6}rld\"".into(),
+            2 => r#""\u0000""#.into(),
+            3 => r#""\ud800""#.into(),
+            _ => format!("\"s{}\"", self.below(1000)),
+        }
+    }
+
+    fn value(&mut self, depth: u32) -> String {
+        match self.below(if depth > 2 { 5 } else { 8 }) {
+            0 | 1 => self.number(),
+            2 | 3 => self.string(),
+            4 => self.pick(&["true", "false", "null"]).into(),
+            5 => {
+                let n = self.below(4);
+                let items: Vec<String> = (0..n).map(|_| format!("{}{}{}", self.ws(), self.value(depth + 1), self.ws())).collect();
+                format!("[{}]", items.join(","))
+            }
+            _ => {
+                let n = self.below(4);
+                let members: Vec<String> =
+                    (0..n).map(|i| format!("{}\"m{i}\"{}:{}{}", self.ws(), self.ws(), self.ws(), self.value(depth + 1))).collect();
+                format!("{{{}}}", members.join(","))
+            }
+        }
+    }
+
+    fn row(&mut self, keys: &[&str]) -> String {
+        let n = self.below(8);
+        let mut members = Vec::new();
+        for _ in 0..n {
+            let key = match self.below(10) {
+                0 => "extra".to_owned(),
+                1 => r#"\u0061"#.to_owned(),
+                2 => "o\u{f1}e".to_owned(),
+                _ => keys[self.below(keys.len() as u64) as usize].to_owned(),
+            };
+            let (w1, w2, w3, value) = (self.ws(), self.ws(), self.ws(), self.value(0));
+            members.push(format!("{w1}\"{key}\"{w2}:{w3}{value}"));
+        }
+        let mut row = format!("{}{{{}}}{}", self.ws(), members.join(","), self.ws());
+        match self.below(40) {
+            0 => row = row.replacen('"', "", 2),
+            1 => row.push('x'),
+            2 => row = row.replacen("}", ",}", 1),
+            3 => row = format!("[{row}]"),
+            4 => row = "{\"a\":0x1F, \"b\":.5, \"c\":'single'}".into(),
+            _ => {}
+        }
+        row
+    }
+}
+
+/// One value as (type, exact text), so reals compare by their bits.
+fn typed(v: std::result::Result<Value, String>) -> String {
+    match v {
+        Ok(Value::Real(r)) => format!("real {:016x}", r.to_bits()),
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!("error {}", e.contains("malformed JSON")),
+    }
+}
+
+#[cfg(feature = "bundled")]
+#[test]
+fn agrees_with_json_extract_and_oplite_undeclared() {
+    let db = Connection::open_in_memory().unwrap();
+    crate::schema::register(&db).unwrap();
+    let keys = ["a", "b", "o\u{f1}e", "a.b", "n"];
+    let keys_json = serde_json::to_string(&keys).unwrap();
+    let mut ours = db.prepare("SELECT oplite_field(?1, ?2, ?3)").unwrap();
+    let mut theirs = db.prepare("SELECT json_extract(?1, ?2)").unwrap();
+    let mut undeclared = db
+        .prepare(&format!("SELECT oplite_undeclared(?1, {})", keys.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ")))
+        .unwrap();
+    let mut gen = Gen(0x9e37_79b9_7f4a_7c15);
+    let mut plain = 0;
+    for round in 0..20_000 {
+        let row = gen.row(&keys);
+        // Ask in a shuffled order: the cache must not depend on it.
+        let start = gen.below(keys.len() as u64 + 1) as usize;
+        for step in 0..=keys.len() {
+            let i = (start + step) % (keys.len() + 1);
+            let got = ours.query_row(rusqlite::params![row, keys_json, i as i64], |r| r.get::<_, Value>(0)).map_err(|e| e.to_string());
+            let want = match keys.get(i) {
+                Some(key) => theirs.query_row(rusqlite::params![row, format!("$.\"{key}\"")], |r| r.get::<_, Value>(0)),
+                None => undeclared.query_row([&row], |r| r.get::<_, Value>(0)),
+            }
+            .map_err(|e| e.to_string());
+            assert_eq!(typed(got), typed(want), "round {round}, key {i}, row {row}");
+        }
+        let mut d = RowDecoder::default();
+        if d.field(keys_json.as_bytes(), row.as_bytes(), 0).unwrap().is_some() {
+            plain += 1;
+        }
+    }
+    assert!(plain > 5_000, "only {plain} rows took the fast path");
+}
+
+#[cfg(feature = "bundled")]
+#[test]
+fn non_text_data_and_wrong_arguments() {
+    let db = Connection::open_in_memory().unwrap();
+    crate::schema::register(&db).unwrap();
+    let one = |sql: &str| db.query_row(sql, [], |r| r.get::<_, Value>(0)).map_err(|e| e.to_string());
+    assert_eq!(one(r#"SELECT oplite_field(NULL, '["a"]', 0)"#), Ok(Value::Null));
+    assert_eq!(one(r#"SELECT oplite_field(12, '["a"]', 0)"#), one("SELECT json_extract(12, '$.a')"));
+    assert_eq!(one(r#"SELECT oplite_field(12, '["a"]', 1)"#), Ok(Value::Null));
+    assert!(one(r#"SELECT oplite_field('{}', '["a"]', 2)"#).unwrap_err().contains("column 2"));
+    assert!(one(r#"SELECT oplite_field('{}', 'a', 0)"#).unwrap_err().contains("JSON array"));
+    assert!(one(r#"SELECT oplite_field('{}', '["a"]', -1)"#).is_err());
+    assert!(one(r#"SELECT oplite_field('{', '["a"]', 0)"#).unwrap_err().contains("malformed JSON"));
+}
