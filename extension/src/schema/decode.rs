@@ -33,6 +33,9 @@ use super::undeclared::undeclared_members;
 use crate::error::{OpliteError, Result};
 use crate::sqlite::{register_emitting_function, CallContext, Emit, Purity};
 
+/// Buffers above this size are freed when rows get small again.
+const LARGE_BUFFER: usize = 1 << 20;
+
 /// A byte range of the row's text or of the decoder's scratch buffer.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Text {
@@ -118,12 +121,17 @@ impl RowDecoder {
     }
 
     fn decode(&mut self, data: &[u8]) {
-        self.data.clear();
+        // The cache lives as long as the connection: a huge row's buffers
+        // are let go once rows are small again.
+        for buffer in [&mut self.data, &mut self.scratch, &mut self.undeclared] {
+            if buffer.capacity() > LARGE_BUFFER && data.len() < LARGE_BUFFER / 16 {
+                *buffer = Vec::new();
+            }
+            buffer.clear();
+        }
         self.data.extend_from_slice(data);
         self.fields.clear();
         self.fields.resize(self.keys.len(), Field::Missing);
-        self.scratch.clear();
-        self.undeclared.clear();
         self.cached = true;
         let RowDecoder { keys, data, fields, scratch, undeclared, .. } = self;
         self.plain = scan_object(data, keys, fields, scratch, undeclared).is_ok();

@@ -206,3 +206,14 @@ fn non_text_data_and_wrong_arguments() {
     assert!(one(r#"SELECT oplite_field('{}', '["a"]', -1)"#).is_err());
     assert!(one(r#"SELECT oplite_field('{', '["a"]', 0)"#).unwrap_err().contains("malformed JSON"));
 }
+
+#[test]
+fn a_huge_row_is_not_kept_once_rows_are_small_again() {
+    let mut d = RowDecoder::default();
+    let keys = br#"["a"]"#;
+    let huge = format!(r#"{{"a":"{}","b":"{}"}}"#, "x".repeat(3 << 20), "y".repeat(3 << 20));
+    assert_eq!(d.field(keys, huge.as_bytes(), 0).unwrap().map(|v| v.as_str().unwrap().len()), Some(3 << 20));
+    assert!(d.data.capacity() > LARGE_BUFFER && d.undeclared.capacity() > LARGE_BUFFER);
+    assert_eq!(d.field(keys, br#"{"a":1}"#, 0).unwrap(), Some(ValueRef::Integer(1)));
+    assert!(d.data.capacity() < LARGE_BUFFER && d.undeclared.capacity() < LARGE_BUFFER);
+}
