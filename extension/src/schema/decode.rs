@@ -3,12 +3,13 @@
 //!
 //! Writing a synced row into a typed table needs the value of every declared
 //! key and the members the schema does not declare. With `json_extract` per
-//! column SQLite walks its parse of the row once per column and converts the
-//! path each time: on 1M rows of 12 fields, the 12 calls and
-//! `oplite_undeclared` cost about 3.8 µs a row, twice what writing the row
-//! costs. Here the first call for a row scans its text once, keeps every
-//! declared value and the undeclared members, and the other calls of that row
-//! only compare the text and hand out a value.
+//! column SQLite looks each path up in its parse of the row, and
+//! `oplite_undeclared` scans the row once more: an `INSERT ... SELECT` of
+//! 1M rows of 12 fields took 3.5 s that way, against 1.75 s for copying the
+//! JSON text and 2.75 s with this function. Here the first call for a row
+//! scans its text once, keeps every declared value and the undeclared
+//! members, and the other calls of that row only compare the text and hand
+//! out a value.
 //!
 //! `keys` is the JSON array of the table's declared keys (a constant of the
 //! statement). For `i` below its length the result is what

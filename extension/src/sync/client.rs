@@ -202,6 +202,9 @@ impl SyncClient {
             }
             // The streams the app uses changed: a changed request needs a
             // new connection (the reference closes the stream quietly).
+            // No ownership check: it writes only subscription TTLs, never
+            // bucket bookkeeping, and a rolled-back TTL extension is redone
+            // by the next start or keep-alive.
             "update_subscriptions" => {
                 let active = streams::parse_active_streams(payload.text("update_subscriptions")?)?;
                 let iteration = self.iteration.as_mut().ok_or_else(no_iteration)?;
