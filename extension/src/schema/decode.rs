@@ -21,8 +21,12 @@
 //! Only plain JSON takes the fast path: an object whose keys have no escapes
 //! and whose values follow RFC 8259. Anything else (JSON5, a key with
 //! escapes, a string holding `\u0000`, an array, text that is not JSON) is
-//! answered by SQLite's own `json_extract` through a nested query and by
-//! [`undeclared_members`], so results and errors never differ from theirs.
+//! answered by SQLite's own `json_extract` through a nested query, so
+//! values and errors never differ from the reference core's view; the
+//! undeclared members then come from [`undeclared_members`], or from
+//! `json_remove` for JSON5 rows it cannot read (before, such a row was
+//! stored as unreadable, with every column NULL, while the reference's view
+//! reads its values).
 
 use std::cell::RefCell;
 
@@ -407,11 +411,38 @@ fn fallback(call: &CallContext, key: Option<&[u8]>, keys: &[Vec<u8>], data: Valu
                 return Ok(());
             };
             let declared: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-            let members = undeclared_members(text, &declared)?;
+            // undeclared_members reads strict JSON only; JSON5 that
+            // json_extract reads gets its members from json_remove.
+            let members = match undeclared_members(text, &declared) {
+                Ok(members) => members,
+                Err(_) => query_remove(call.db()?, data, keys)?,
+            };
             emit.value(members.as_deref().map_or(ValueRef::Null, |m| ValueRef::Text(m.as_bytes())));
         }
     }
     Ok(())
+}
+
+/// `json_remove` of every declared key (at most 100 paths per call), or
+/// None when nothing is left: the undeclared members of a JSON5 row.
+fn query_remove(db: &Connection, data: ValueRef<'_>, keys: &[Vec<u8>]) -> Result<Option<String>> {
+    let mut text = owned(data);
+    for chunk in keys.chunks(100) {
+        let mut params = vec![text];
+        for key in chunk {
+            let key = String::from_utf8_lossy(key);
+            let label = serde_json::to_string(&key).map_err(|e| OpliteError::Internal(e.to_string()))?;
+            params.push(Value::Text(format!("$.{label}")));
+        }
+        let placeholders = vec!["?"; params.len()].join(", ");
+        text = db
+            .query_row(&format!("SELECT json_remove({placeholders})"), rusqlite::params_from_iter(params), |r| r.get(0))
+            .map_err(|e| OpliteError::sqlite("decoding a synced row", e))?;
+    }
+    Ok(match text {
+        Value::Text(t) if t != "{}" => Some(t),
+        _ => None,
+    })
 }
 
 fn query_extract(db: &Connection, data: ValueRef<'_>, path: &str) -> Result<Value> {
