@@ -11,6 +11,7 @@
 # keeps what libFuzzer finds between runs; crashes go to
 # target/fuzz-artifacts/<target>/. OPLITE_FUZZ_ASAN=0 builds without
 # AddressSanitizer (faster; Rust's own checks still catch panics).
+# OPLITE_FUZZ_JOBS (default 2) targets run at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
@@ -30,22 +31,43 @@ echo "building fuzz targets ($host)"
 (cd fuzz && RUSTC_BOOTSTRAP=1 RUSTFLAGS="$flags" cargo build --release --target "$host" --bins \
   --target-dir "$root/target/fuzz-build")
 
-summary=()
-for target in "${targets[@]}"; do
-  corpus=$root/target/fuzz-corpus/$target
-  artifacts=$root/target/fuzz-artifacts/$target/
+# Two targets at a time (one per core); each writes its summary line to
+# a file, printed in target order at the end.
+jobs=${OPLITE_FUZZ_JOBS:-2}
+results=$root/target/fuzz-artifacts/results
+rm -rf "$results" && mkdir -p "$results"
+fuzz_one() {
+  local target=$1
+  local corpus=$root/target/fuzz-corpus/$target
+  local artifacts=$root/target/fuzz-artifacts/$target/
   mkdir -p "$corpus" "$artifacts"
   cp -n test-data/fuzz/"$target"/* "$corpus"/ 2>/dev/null || true
-  log=$root/target/fuzz-artifacts/$target.log
-  echo "fuzzing $target for ${seconds}s"
+  local log=$root/target/fuzz-artifacts/$target.log
   # -rss_limit_mb and -malloc_limit_mb catch leaks and runaway allocations,
   # -timeout catches hangs.
   "$root/target/fuzz-build/$host/release/$target" "$corpus" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
     -max_len=65536 -artifact_prefix="$artifacts" -print_final_stats=1 >"$log" 2>&1 || {
-      tail -40 "$log"; echo "fuzz target $target failed"; exit 1; }
+      tail -40 "$log"; echo "fuzz target $target failed"; return 1; }
+  local runs cov
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
-  summary+=("$target: $runs executions, $cov, no crash")
+  echo "$target: $runs executions, $cov, no crash" >"$results/$target"
+}
+for target in "${targets[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge $jobs ]]; do
+    wait -n || true
+  done
+  echo "fuzzing $target for ${seconds}s"
+  fuzz_one "$target" &
+done
+wait || true
+# A target passed only if it wrote its summary line.
+for target in "${targets[@]}"; do
+  [[ -f $results/$target ]] || { echo "fuzz target $target did not finish cleanly"; exit 1; }
+done
+summary=()
+for target in "${targets[@]}"; do
+  summary+=("$(cat "$results/$target")")
 done
 printf '%s\n' "${summary[@]}"

@@ -13,6 +13,9 @@
 # liboplite.so), found by what they call (LOADS_X86_64 below), and those
 # listed in EXCLUDED (they spawn helper processes of the host's kind).
 # A new file in extension/tests/ runs here unless it loads such a library.
+# tests/fuzz.rs runs a tenth of its seeded mutations (OPLITE_FUZZ_ITERS,
+# default 10000 here): under qemu the full count took 86 s, and the native
+# run already covers them; here it checks the decoders on ARM64.
 #
 # Then the static library as an app links it: scripts/build-mobile.sh
 # builds it for aarch64-unknown-linux-gnu as for Android (profile `mobile`,
@@ -68,6 +71,7 @@ env \
     RUSTDOC=/usr/bin/rustdoc \
     RUSTC_BOOTSTRAP=1 \
     CARGO_TARGET_DIR="$REPO_ROOT/target/arm64" \
+    OPLITE_FUZZ_ITERS="${OPLITE_FUZZ_ITERS:-10000}" \
     CARGO_PROFILE_DEV_OPT_LEVEL=1 \
     CARGO_PROFILE_DEV_DEBUG=0 \
     CARGO_PROFILE_TEST_OPT_LEVEL=1 \
