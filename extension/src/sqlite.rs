@@ -5,7 +5,8 @@
 //! Raw pointers, `extern "C"` callbacks and the entry points live here and
 //! nowhere else: this file (functions, entry points) and its submodules,
 //! `vtab` (write-only virtual tables that see transactions begin, commit,
-//! roll back and hit savepoints), `connection_data` (per-connection state
+//! roll back and hit savepoints), `row_function` (single-row table-valued
+//! functions), `connection_data` (per-connection state
 //! and the change hooks) and `borrowing` (a statement that binds text
 //! without copying it, for storing sync lines).
 //!
@@ -34,10 +35,12 @@ use crate::error::{OpliteError, Result};
 
 mod borrowing;
 mod connection_data;
+mod row_function;
 mod vtab;
 
 pub use borrowing::{BorrowingStatement, Param};
 pub use connection_data::{client_data, install_change_hooks, ChangeObserver, ClientDataKey};
+pub use row_function::{register_row_function, RowSource};
 pub use vtab::{register_write_only_table, WriteOnlyTable};
 
 /// The body of a scalar SQL function: the connection it runs on and its
@@ -319,6 +322,58 @@ unsafe fn set_error(ctx: *mut ffi::sqlite3_context, err: &OpliteError) {
     unsafe {
         ffi::sqlite3_result_error(ctx, message.as_ptr().cast::<c_char>(), message.len() as c_int);
         ffi::sqlite3_result_error_code(ctx, err.code());
+    }
+}
+
+/// Registers the virtual-table `module` as `name` on `db`, with `aux` as
+/// its client data; SQLite owns `aux` from then on and drops it when the
+/// module goes (also when registration fails).
+fn create_module<T>(db: &Connection, name: &str, module: &'static ffi::sqlite3_module, aux: Box<T>) -> Result<()> {
+    unsafe extern "C" fn drop_boxed<T>(aux: *mut c_void) {
+        // SAFETY: created by Box::into_raw below; SQLite calls this once.
+        drop(unsafe { Box::from_raw(aux.cast::<T>()) });
+    }
+    let c_name = CString::new(name).map_err(|_| OpliteError::Internal(format!("module name {name:?}")))?;
+    // SAFETY: `module` is static and `aux` is freed by drop_boxed::<T>.
+    let rc = unsafe {
+        ffi::sqlite3_create_module_v2(
+            db.handle(),
+            c_name.as_ptr(),
+            module,
+            Box::into_raw(aux).cast::<c_void>(),
+            Some(drop_boxed::<T>),
+        )
+    };
+    if rc != ffi::SQLITE_OK {
+        return Err(OpliteError::sqlite(
+            format!("registering virtual table {name}"),
+            rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None),
+        ));
+    }
+    Ok(())
+}
+
+/// `xDisconnect` / `xClose` of a module whose tables or cursors are
+/// `Box<T>`s made with Box::into_raw in `xConnect` / `xOpen`.
+///
+/// SAFETY: SQLite calls it once per table or cursor, with that pointer.
+unsafe extern "C" fn free_boxed<T, P>(p: *mut P) -> c_int {
+    drop(unsafe { Box::from_raw(p.cast::<T>()) });
+    ffi::SQLITE_OK
+}
+
+/// Copies `message` into memory from sqlite3_malloc, as SQLite frees the
+/// error messages of virtual tables (null if out of memory).
+fn sqlite_string(message: &str) -> *mut c_char {
+    // SAFETY: writes message.len() + 1 bytes into a fresh allocation of
+    // that size.
+    unsafe {
+        let buf = ffi::sqlite3_malloc64(message.len() as u64 + 1).cast::<u8>();
+        if !buf.is_null() {
+            std::ptr::copy_nonoverlapping(message.as_ptr(), buf, message.len());
+            *buf.add(message.len()) = 0;
+        }
+        buf.cast::<c_char>()
     }
 }
 

@@ -362,7 +362,7 @@ fn ops_without_a_type_or_id_are_stored_as_the_reference_stores_them() {
 /// Row data of every JSON shape a server may send reads the same through
 /// the views as with the reference core: oplite decodes plain JSON itself
 /// (`oplite_field`) and leaves everything else (JSON5, escaped keys,
-/// `\u0000`, arrays) to SQLite's `json_extract`, in the set-wise
+/// `\u0000`, lone surrogates, arrays) to SQLite's `json_extract`, in the set-wise
 /// from-scratch apply and in the row-at-a-time incremental one.
 #[test]
 fn row_data_of_every_json_shape_reads_the_same_through_the_views() {
@@ -377,6 +377,7 @@ fn row_data_of_every_json_shape_reads_the_same_through_the_views() {
         r#"{"\u0061":"escaped key","b":3}"#,
         r#"{a:"json5", b:0x1F, c:.5, d:'single', e:Infinity,}"#,
         r#"{"a":"nul \u0000 inside","b":4}"#,
+        r#"{"a":"lone \ud800 surrogate","b":5}"#,
         r#"{"a":12,"b":"13","c":"not a number","d":14.0,"e":"text"}"#,
         r#"{"b":null,"c":null,"extra":{"deep":[1,2,{"x":null}]},"more":"x"}"#,
         r#"[1,2,3]"#,

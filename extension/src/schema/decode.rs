@@ -30,13 +30,12 @@
 
 use std::cell::RefCell;
 
-use rusqlite::types::{Value, ValueRef};
+use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
 
-use super::crud::owned;
 use super::undeclared::undeclared_members;
 use crate::error::{OpliteError, Result};
-use crate::sqlite::{register_emitting_function, CallContext, Emit, Purity};
+use crate::sqlite::{register_emitting_function, register_row_function, CallContext, Emit, Purity, RowSource};
 
 /// Buffers above this size are freed when rows get small again.
 const LARGE_BUFFER: usize = 1 << 20;
@@ -56,6 +55,40 @@ enum Field {
     Integer(i64),
     Real(f64),
     Text(Text),
+}
+
+/// A value SQLite computed, kept byte for byte (a lone surrogate escape
+/// makes `json_extract` return text that is not UTF-8, which must reach the
+/// table unchanged, as it did when the INSERT called `json_extract`).
+#[derive(Clone, Debug, PartialEq)]
+enum Raw {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(Vec<u8>),
+    Blob(Vec<u8>),
+}
+
+impl Raw {
+    fn from_ref(value: ValueRef<'_>) -> Raw {
+        match value {
+            ValueRef::Null => Raw::Null,
+            ValueRef::Integer(i) => Raw::Integer(i),
+            ValueRef::Real(r) => Raw::Real(r),
+            ValueRef::Text(t) => Raw::Text(t.to_vec()),
+            ValueRef::Blob(b) => Raw::Blob(b.to_vec()),
+        }
+    }
+
+    fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Raw::Null => ValueRef::Null,
+            Raw::Integer(i) => ValueRef::Integer(*i),
+            Raw::Real(r) => ValueRef::Real(*r),
+            Raw::Text(t) => ValueRef::Text(t),
+            Raw::Blob(b) => ValueRef::Blob(b),
+        }
+    }
 }
 
 /// The row is not plain JSON: SQLite's own functions must answer.
@@ -84,30 +117,45 @@ impl RowDecoder {
     /// Value `index` of the row `data` for the key list `keys`, or None if
     /// the row is not plain JSON.
     pub fn field(&mut self, keys: &[u8], data: &[u8], index: usize) -> Result<Option<ValueRef<'_>>> {
-        if keys != self.keys_text.as_slice() {
-            self.set_keys(keys)?;
+        if !self.load(keys, data)? {
+            return Ok(None);
         }
         if index > self.keys.len() {
             return Err(bad_call(format!("column {index} of a row with {} keys", self.keys.len())));
         }
+        Ok(Some(self.value(index)))
+    }
+
+    /// Decodes `data` for the key list `keys` unless it is the cached row;
+    /// false if the row is not plain JSON.
+    pub fn load(&mut self, keys: &[u8], data: &[u8]) -> Result<bool> {
+        if keys != self.keys_text.as_slice() {
+            self.set_keys(keys)?;
+        }
         if !self.cached || data != self.data.as_slice() {
             self.decode(data);
         }
-        if !self.plain {
-            return Ok(None);
-        }
+        Ok(self.plain)
+    }
+
+    /// Value `index` of the row loaded last (plain rows only): a declared
+    /// key's value, the undeclared members for the index after the keys,
+    /// NULL beyond.
+    pub fn value(&self, index: usize) -> ValueRef<'_> {
         let field = match self.fields.get(index) {
             Some(field) => *field,
-            None if self.undeclared.is_empty() => Field::Null,
-            None => return Ok(Some(ValueRef::Text(&self.undeclared))),
+            None if index == self.keys.len() && !self.undeclared.is_empty() => {
+                return ValueRef::Text(&self.undeclared);
+            }
+            None => Field::Null,
         };
-        Ok(Some(match field {
+        match field {
             Field::Missing | Field::Null => ValueRef::Null,
             Field::Integer(i) => ValueRef::Integer(i),
             Field::Real(r) => ValueRef::Real(r),
             Field::Text(Text::Data(start, end)) => ValueRef::Text(&self.data[start..end]),
             Field::Text(Text::Scratch(start, end)) => ValueRef::Text(&self.scratch[start..end]),
-        }))
+        }
     }
 
     /// The declared keys (valid after a call to [`Self::field`]).
@@ -395,59 +443,52 @@ fn number(data: &[u8], i: usize) -> Scan<(Field, usize)> {
     text.parse::<f64>().map(|r| (Field::Real(r), j)).map_err(|_| NotPlain)
 }
 
-/// Answers a row that is not plain JSON with SQLite's `json_extract` (run
-/// as a nested query) or with `oplite_undeclared`'s code.
-fn fallback(call: &CallContext, key: Option<&[u8]>, keys: &[Vec<u8>], data: ValueRef<'_>, emit: Emit<'_>) -> Result<()> {
-    match key {
-        Some(key) => {
-            let key = String::from_utf8_lossy(key);
-            let path = format!("$.{}", serde_json::to_string(&key).map_err(|e| OpliteError::Internal(e.to_string()))?);
-            let value: Value = query_extract(call.db()?, data, &path)?;
-            emit.value((&value).into());
-        }
-        None => {
-            let ValueRef::Text(text) = data else {
-                emit.value(ValueRef::Null);
-                return Ok(());
-            };
-            let declared: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-            // undeclared_members reads strict JSON only; JSON5 that
-            // json_extract reads gets its members from json_remove.
-            let members = match undeclared_members(text, &declared) {
-                Ok(members) => members,
-                Err(_) => query_remove(call.db()?, data, keys)?,
-            };
-            emit.value(members.as_deref().map_or(ValueRef::Null, |m| ValueRef::Text(m.as_bytes())));
-        }
+/// Value `index` of a row that is not plain JSON, from SQLite's
+/// `json_extract` (run as a nested query) or `oplite_undeclared`'s code.
+fn fallback(db: &Connection, keys: &[Vec<u8>], data: ValueRef<'_>, index: usize) -> Result<Raw> {
+    if let Some(key) = keys.get(index) {
+        return query_one(db, "SELECT json_extract(?1, ?2)", &[data, ValueRef::Text(json_path(key)?.as_bytes())]);
     }
-    Ok(())
+    let ValueRef::Text(text) = data else { return Ok(Raw::Null) };
+    if index > keys.len() {
+        return Ok(Raw::Null);
+    }
+    let declared: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    // undeclared_members reads strict JSON only; JSON5 that json_extract
+    // reads gets its members from json_remove.
+    match undeclared_members(text, &declared) {
+        Ok(members) => Ok(members.map_or(Raw::Null, |m| Raw::Text(m.into_bytes()))),
+        Err(_) => query_remove(db, data, keys),
+    }
+}
+
+/// `$."key"`, the JSON path of a key.
+fn json_path(key: &[u8]) -> Result<String> {
+    let label = serde_json::to_string(&String::from_utf8_lossy(key)).map_err(|e| OpliteError::Internal(e.to_string()))?;
+    Ok(format!("$.{label}"))
 }
 
 /// `json_remove` of every declared key (at most 100 paths per call), or
-/// None when nothing is left: the undeclared members of a JSON5 row.
-fn query_remove(db: &Connection, data: ValueRef<'_>, keys: &[Vec<u8>]) -> Result<Option<String>> {
-    let mut text = owned(data);
+/// NULL when nothing is left: the undeclared members of a JSON5 row.
+fn query_remove(db: &Connection, data: ValueRef<'_>, keys: &[Vec<u8>]) -> Result<Raw> {
+    let mut text = Raw::from_ref(data);
     for chunk in keys.chunks(100) {
-        let mut params = vec![text];
-        for key in chunk {
-            let key = String::from_utf8_lossy(key);
-            let label = serde_json::to_string(&key).map_err(|e| OpliteError::Internal(e.to_string()))?;
-            params.push(Value::Text(format!("$.{label}")));
-        }
+        let paths = chunk.iter().map(|key| json_path(key)).collect::<Result<Vec<_>>>()?;
+        let mut params = vec![text.as_ref()];
+        params.extend(paths.iter().map(|p| ValueRef::Text(p.as_bytes())));
         let placeholders = vec!["?"; params.len()].join(", ");
-        text = db
-            .query_row(&format!("SELECT json_remove({placeholders})"), rusqlite::params_from_iter(params), |r| r.get(0))
-            .map_err(|e| OpliteError::sqlite("decoding a synced row", e))?;
+        text = query_one(db, &format!("SELECT json_remove({placeholders})"), &params)?;
     }
     Ok(match text {
-        Value::Text(t) if t != "{}" => Some(t),
-        _ => None,
+        Raw::Text(t) if t != b"{}" => Raw::Text(t),
+        _ => Raw::Null,
     })
 }
 
-fn query_extract(db: &Connection, data: ValueRef<'_>, path: &str) -> Result<Value> {
-    let data = owned(data);
-    db.query_row("SELECT json_extract(?1, ?2)", rusqlite::params![data, path], |r| r.get(0))
+/// The one value `sql` returns for `params`, as SQLite computed it.
+fn query_one(db: &Connection, sql: &str, params: &[ValueRef<'_>]) -> Result<Raw> {
+    let params: Vec<ToSqlOutput<'_>> = params.iter().map(|p| ToSqlOutput::Borrowed(*p)).collect();
+    db.query_row(sql, rusqlite::params_from_iter(params), |r| Ok(Raw::from_ref(r.get_ref(0)?)))
         .map_err(|e| OpliteError::sqlite("decoding a synced row", e))
 }
 
@@ -483,9 +524,64 @@ pub(super) fn register(db: &Connection) -> Result<()> {
             if index > all.len() {
                 return Err(bad_call(format!("column {index} of a row with {} keys", all.len())));
             }
-            fallback(call, all.get(index).map(Vec::as_slice), &all, *data, emit)
+            let value = fallback(call.db()?, &all, *data, index)?;
+            emit.value(value.as_ref());
+            Ok(())
         }),
     )
+}
+
+/// Keys a table may declare for `oplite_row`, whose columns are fixed when
+/// it is registered (wider tables use `oplite_field`).
+pub const ROW_KEYS: usize = 99;
+
+/// A cursor of `oplite_row(data, keys)`: the row decoded once in `xFilter`,
+/// its columns read by SQLite one `xColumn` call each.
+#[derive(Default)]
+struct DecodedRow {
+    decoder: RowDecoder,
+    /// The values of a row that is not plain JSON (or not text).
+    fallback: Option<Vec<Raw>>,
+}
+
+impl RowSource for DecodedRow {
+    fn load(&mut self, call: &CallContext, args: &[ValueRef<'_>]) -> Result<bool> {
+        let [data, keys] = args else { return Err(OpliteError::Internal("oplite_row arguments".into())) };
+        let ValueRef::Text(keys) = keys else {
+            return Err(bad_call("oplite_row(data, keys): keys must be a JSON array text".into()));
+        };
+        self.fallback = None;
+        match data {
+            ValueRef::Null => self.fallback = Some(Vec::new()),
+            ValueRef::Text(text) if self.decoder.load(keys, text)? => {}
+            _ => {
+                if *keys != self.decoder.keys_text.as_slice() {
+                    self.decoder.set_keys(keys)?;
+                }
+                let db = call.db()?;
+                let keys = self.decoder.keys();
+                self.fallback = Some((0..=keys.len()).map(|i| fallback(db, keys, *data, i)).collect::<Result<_>>()?);
+            }
+        }
+        Ok(true)
+    }
+
+    fn column(&self, i: usize, emit: Emit<'_>) {
+        match &self.fallback {
+            Some(values) => {
+                if let Some(value) = values.get(i) {
+                    emit.value(value.as_ref());
+                }
+            }
+            None => emit.value(self.decoder.value(i)),
+        }
+    }
+}
+
+pub(super) fn register_row(db: &Connection) -> Result<()> {
+    let columns: Vec<String> = (0..=ROW_KEYS).map(|i| format!("v{i}")).collect();
+    let declaration = format!("CREATE TABLE x({}, data HIDDEN, keys HIDDEN)", columns.join(", "));
+    register_row_function(db, "oplite_row", &declaration, ROW_KEYS + 1, 2, Box::new(|| Box::new(DecodedRow::default())))
 }
 
 #[cfg(test)]

@@ -55,6 +55,7 @@ pub fn register(db: &Connection) -> Result<()> {
     crud::register(db)?;
     undeclared::register(db)?;
     decode::register(db)?;
+    decode::register_row(db)?;
     hooks::register(db)?;
     clear::register(db)?;
     register_scalar(

@@ -1,7 +1,9 @@
 //! SQL that turns a synced row's JSON into a data-table row and back.
 //!
-//! Decoding is `oplite_field` ([`super::decode`]) per declared column and
-//! once more for [`UNDECLARED_COLUMN`]: it parses the row once and gives
+//! Decoding joins `oplite_row(data, keys)` ([`super::decode`]), whose
+//! columns are the declared values and then [`UNDECLARED_COLUMN`]'s (tables
+//! wider than it allows call `oplite_field` per column): it parses the row
+//! once and gives
 //! exactly what the reference core's view would have extracted with
 //! `json_extract` (strings stay text, `1.0` stays real, objects and arrays
 //! become their JSON text). Filling a column from stored undeclared fields
@@ -10,6 +12,7 @@
 //! Encoding (for rows that move to ps_untyped, or to the JSON layout) is
 //! `json_object` of the columns joined with the undeclared fields.
 
+use super::decode::ROW_KEYS;
 use super::model::UNDECLARED_COLUMN;
 use super::quote::{identifier, json_path, string};
 
@@ -41,37 +44,59 @@ pub fn undeclared(data: &str, columns: &[String]) -> String {
 }
 
 /// The column list, decoded values and upsert clause shared by the typed
-/// statements below.
-fn typed_parts(columns: &[String], id: &str, data: &str) -> (String, String, String) {
+/// statements below. With `row` (tables of up to [`ROW_KEYS`] columns) the
+/// values are the columns of `oplite_row(data, keys) AS d`, which the
+/// statement must join; otherwise one `oplite_field` call each.
+fn typed_parts(columns: &[String], id: &str, data: &str, row: bool) -> (String, String, String) {
     let keys = string(&serde_json::to_string(columns).unwrap_or_else(|_| "[]".to_owned()));
+    let value = |i: usize| if row { format!("d.v{i}") } else { format!("oplite_field({data}, {keys}, {i})") };
     let mut names = vec!["id".to_owned()];
     let mut values = vec![id.to_owned()];
     let mut sets = Vec::new();
     for (i, column) in columns.iter().enumerate() {
         let quoted = identifier(column);
         names.push(quoted.clone());
-        values.push(format!("oplite_field({data}, {keys}, {i})"));
+        values.push(value(i));
         sets.push(format!("{quoted} = excluded.{quoted}"));
     }
     names.push(UNDECLARED_COLUMN.to_owned());
-    values.push(format!("oplite_field({data}, {keys}, {})", columns.len()));
+    values.push(value(columns.len()));
     sets.push(format!("{UNDECLARED_COLUMN} = excluded.{UNDECLARED_COLUMN}"));
     (names.join(", "), values.join(", "), sets.join(", "))
 }
 
+/// `oplite_row(data, keys) AS d` for the table's columns.
+fn decoded_row(columns: &[String], data: &str) -> String {
+    let keys = string(&serde_json::to_string(columns).unwrap_or_else(|_| "[]".to_owned()));
+    format!("oplite_row({data}, {keys}) AS d")
+}
+
 /// Upserts one row into a typed table: `?1` the id, `?2` the JSON data.
 pub fn upsert_typed_row(table: &str, columns: &[String]) -> String {
-    let (names, values, sets) = typed_parts(columns, "?1", "?2");
-    format!("INSERT INTO {}({names}) VALUES ({values}) ON CONFLICT(id) DO UPDATE SET {sets}", identifier(table))
+    let table = identifier(table);
+    if columns.len() > ROW_KEYS {
+        let (names, values, sets) = typed_parts(columns, "?1", "?2", false);
+        return format!("INSERT INTO {table}({names}) VALUES ({values}) ON CONFLICT(id) DO UPDATE SET {sets}");
+    }
+    let (names, values, sets) = typed_parts(columns, "?1", "", true);
+    let row = decoded_row(columns, "?2");
+    format!("INSERT INTO {table}({names}) SELECT {values} FROM {row} WHERE true ON CONFLICT(id) DO UPDATE SET {sets}")
 }
 
 /// Upserts every row of `source` (a SELECT yielding `id` and `data`) into a
 /// typed table.
 pub fn upsert_typed_from_select(table: &str, columns: &[String], source: &str) -> String {
-    let (names, values, sets) = typed_parts(columns, "id", "data");
+    let table = identifier(table);
+    if columns.len() > ROW_KEYS {
+        let (names, values, sets) = typed_parts(columns, "id", "data", false);
+        return format!(
+            "INSERT INTO {table}({names}) SELECT {values} FROM ({source}) WHERE true ON CONFLICT(id) DO UPDATE SET {sets}"
+        );
+    }
+    let (names, values, sets) = typed_parts(columns, "s.id", "", true);
+    let row = decoded_row(columns, "s.data");
     format!(
-        "INSERT INTO {}({names}) SELECT {values} FROM ({source}) WHERE true ON CONFLICT(id) DO UPDATE SET {sets}",
-        identifier(table)
+        "INSERT INTO {table}({names}) SELECT {values} FROM ({source}) AS s, {row} WHERE true ON CONFLICT(id) DO UPDATE SET {sets}"
     )
 }
 
@@ -140,11 +165,15 @@ mod tests {
     fn typed_upsert() {
         assert_eq!(
             upsert_typed_row("ps_data__t", &["a".into(), "b c".into()]),
-            "INSERT INTO \"ps_data__t\"(id, \"a\", \"b c\", ps_undeclared) VALUES (?1, oplite_field(?2, '[\"a\",\"b c\"]', 0), \
-             oplite_field(?2, '[\"a\",\"b c\"]', 1), oplite_field(?2, '[\"a\",\"b c\"]', 2)) \
+            "INSERT INTO \"ps_data__t\"(id, \"a\", \"b c\", ps_undeclared) SELECT ?1, d.v0, d.v1, d.v2 \
+             FROM oplite_row(?2, '[\"a\",\"b c\"]') AS d WHERE true \
              ON CONFLICT(id) DO UPDATE SET \"a\" = excluded.\"a\", \"b c\" = excluded.\"b c\", ps_undeclared = excluded.ps_undeclared"
         );
-        assert!(upsert_typed_from_select("t", &[], "SELECT 1").contains("oplite_field(data, '[]', 0)"));
+        assert!(upsert_typed_from_select("t", &[], "SELECT 1").contains("SELECT s.id, d.v0 FROM (SELECT 1) AS s, oplite_row(s.data, '[]') AS d"));
+        let wide: Vec<String> = (0..=ROW_KEYS).map(|i| format!("c{i}")).collect();
+        let sql = upsert_typed_row("t", &wide);
+        assert!(sql.contains(&format!("oplite_field(?2, {}, {})", string(&serde_json::to_string(&wide).unwrap()), ROW_KEYS + 1)));
+        assert!(!sql.contains("oplite_row"));
     }
 
     #[cfg(feature = "bundled")]

@@ -23,7 +23,7 @@ use rusqlite::ffi;
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
-use super::{panic_error, set_result_ref, value_ref};
+use super::{create_module, free_boxed, panic_error, set_result_ref, sqlite_string, value_ref};
 use crate::error::{OpliteError, Result};
 
 /// What a write-only table does. Each method gets the connection the table
@@ -103,21 +103,8 @@ pub fn register_write_only_table(
     declaration: &str,
     table: Arc<dyn WriteOnlyTable>,
 ) -> Result<()> {
-    let c_name = CString::new(name).map_err(|_| OpliteError::Internal(format!("table name {name:?}")))?;
     let declaration = CString::new(declaration).map_err(|_| OpliteError::Internal("table declaration".into()))?;
-    let aux = Box::into_raw(Box::new(ModuleAux { name, declaration, table }));
-    // SAFETY: MODULE is static; SQLite owns `aux` from here on and frees it
-    // with destroy_aux, also when registration fails.
-    let rc = unsafe {
-        ffi::sqlite3_create_module_v2(db.handle(), c_name.as_ptr(), &MODULE, aux.cast::<c_void>(), Some(destroy_aux))
-    };
-    if rc != ffi::SQLITE_OK {
-        return Err(OpliteError::sqlite(
-            format!("registering virtual table {name}"),
-            rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None),
-        ));
-    }
-    Ok(())
+    create_module(db, name, &MODULE, Box::new(ModuleAux { name, declaration, table }))
 }
 
 static MODULE: ffi::sqlite3_module = ffi::sqlite3_module {
@@ -125,10 +112,10 @@ static MODULE: ffi::sqlite3_module = ffi::sqlite3_module {
     xCreate: None, // eponymous-only: usable without CREATE VIRTUAL TABLE
     xConnect: Some(x_connect),
     xBestIndex: Some(x_best_index),
-    xDisconnect: Some(x_disconnect),
-    xDestroy: Some(x_disconnect),
+    xDisconnect: Some(free_boxed::<VTab, ffi::sqlite3_vtab>),
+    xDestroy: Some(free_boxed::<VTab, ffi::sqlite3_vtab>),
     xOpen: Some(x_open),
-    xClose: Some(x_close),
+    xClose: Some(free_boxed::<Cursor, ffi::sqlite3_vtab_cursor>),
     xFilter: Some(x_filter),
     xNext: Some(x_next),
     xEof: Some(x_eof),
@@ -147,25 +134,6 @@ static MODULE: ffi::sqlite3_module = ffi::sqlite3_module {
     xShadowName: None,
     xIntegrity: None,
 };
-
-unsafe extern "C" fn destroy_aux(aux: *mut c_void) {
-    // SAFETY: created by Box::into_raw in register_write_only_table.
-    drop(unsafe { Box::from_raw(aux.cast::<ModuleAux>()) });
-}
-
-/// Copies `message` into memory from sqlite3_malloc, as SQLite frees it.
-fn sqlite_string(message: &str) -> *mut c_char {
-    // SAFETY: writes message.len() + 1 bytes into a fresh allocation of
-    // that size.
-    unsafe {
-        let buf = ffi::sqlite3_malloc64(message.len() as u64 + 1).cast::<u8>();
-        if !buf.is_null() {
-            std::ptr::copy_nonoverlapping(message.as_ptr(), buf, message.len());
-            *buf.add(message.len()) = 0;
-        }
-        buf.cast::<c_char>()
-    }
-}
 
 /// Runs `body` for the table behind `vtab`, reporting errors and panics
 /// through the table's error message.
@@ -208,7 +176,7 @@ unsafe extern "C" fn x_connect(
         if rc != ffi::SQLITE_OK {
             return Err(OpliteError::Internal(format!("declaring virtual table: code {rc}")));
         }
-        // SAFETY: the table is dropped in x_disconnect, before the
+        // SAFETY: the table is dropped by free_boxed (xDisconnect), before the
         // connection closes.
         let conn = unsafe { Connection::from_handle(db) }.map_err(|e| OpliteError::sqlite("opening connection", e))?;
         let base = ffi::sqlite3_vtab { pModule: std::ptr::null(), nRef: 0, zErrMsg: std::ptr::null_mut() };
@@ -228,12 +196,6 @@ unsafe extern "C" fn x_connect(
     }
 }
 
-unsafe extern "C" fn x_disconnect(vtab: *mut ffi::sqlite3_vtab) -> c_int {
-    // SAFETY: allocated by Box::into_raw in x_connect; SQLite calls this once.
-    drop(unsafe { Box::from_raw(vtab.cast::<VTab>()) });
-    ffi::SQLITE_OK
-}
-
 unsafe extern "C" fn x_best_index(_vtab: *mut ffi::sqlite3_vtab, info: *mut ffi::sqlite3_index_info) -> c_int {
     // SAFETY: info is valid for this call. Every read is a full scan of a
     // small buffer, so any plan is as good as another.
@@ -246,14 +208,8 @@ unsafe extern "C" fn x_best_index(_vtab: *mut ffi::sqlite3_vtab, info: *mut ffi:
 
 unsafe extern "C" fn x_open(vtab: *mut ffi::sqlite3_vtab, pp_cursor: *mut *mut ffi::sqlite3_vtab_cursor) -> c_int {
     let cursor = Box::new(Cursor { base: ffi::sqlite3_vtab_cursor { pVtab: vtab }, row: 0 });
-    // SAFETY: pp_cursor is SQLite's out-pointer; freed in x_close.
+    // SAFETY: pp_cursor is SQLite's out-pointer; freed by free_boxed (xClose).
     unsafe { *pp_cursor = Box::into_raw(cursor).cast::<ffi::sqlite3_vtab_cursor>() };
-    ffi::SQLITE_OK
-}
-
-unsafe extern "C" fn x_close(cursor: *mut ffi::sqlite3_vtab_cursor) -> c_int {
-    // SAFETY: allocated in x_open.
-    drop(unsafe { Box::from_raw(cursor.cast::<Cursor>()) });
     ffi::SQLITE_OK
 }
 

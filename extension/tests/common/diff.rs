@@ -116,12 +116,25 @@ const SNAPSHOT_QUERIES: &[(&str, &str)] = &[
     ),
 ];
 
+/// One value as text: `Text("...")` when it is UTF-8, its bytes otherwise.
+fn render(value: rusqlite::types::ValueRef<'_>) -> String {
+    match value {
+        rusqlite::types::ValueRef::Text(t) => match std::str::from_utf8(t) {
+            Ok(text) => format!("Text({text:?})"),
+            Err(_) => format!("Text(bytes {t:?})"),
+        },
+        other => format!("{other:?}"),
+    }
+}
+
 /// Rows of `sql`, rendered as text.
 pub fn rows(db: &Connection, sql: &str) -> Vec<String> {
     let mut stmt = db.prepare(sql).unwrap();
     let n = stmt.column_count();
     stmt.query_map([], |row| {
-        Ok((0..n).map(|i| format!("{:?}", row.get::<_, SqlValue>(i).unwrap())).collect::<Vec<_>>().join("|"))
+        // get_ref: text that is not UTF-8 (a lone surrogate escape decoded
+        // by json_extract) is compared byte for byte.
+        Ok((0..n).map(|i| render(row.get_ref(i).unwrap())).collect::<Vec<_>>().join("|"))
     })
     .unwrap()
     .map(|r| r.unwrap())

@@ -4,23 +4,24 @@
 //! broken), every key compared by type and exact value.
 
 use super::*;
+use rusqlite::types::Value;
 
 #[test]
 fn plain_rows_take_the_fast_path() {
     let mut d = RowDecoder::default();
     let keys = br#"["a","b","c","d","e","f"]"#;
     let row = br#"{"a":1,"b":-2.5e1,"c":"x y","x":[1, 2],"d":{"k": [true, null]},"e":false,"a":7,"z":null}"#;
-    let got: Vec<Option<Value>> = (0..=6).map(|i| d.field(keys, row, i).unwrap().map(owned)).collect();
+    let got: Vec<Option<Raw>> = (0..=6).map(|i| d.field(keys, row, i).unwrap().map(Raw::from_ref)).collect();
     assert_eq!(
         got,
         vec![
-            Some(Value::Integer(1)),
-            Some(Value::Real(-25.0)),
-            Some(Value::Text("x y".into())),
-            Some(Value::Text(r#"{"k":[true,null]}"#.into())),
-            Some(Value::Integer(0)),
-            Some(Value::Null),
-            Some(Value::Text(r#"{"x":[1, 2],"z":null}"#.into())),
+            Some(Raw::Integer(1)),
+            Some(Raw::Real(-25.0)),
+            Some(Raw::Text(b"x y".to_vec())),
+            Some(Raw::Text(br#"{"k":[true,null]}"#.to_vec())),
+            Some(Raw::Integer(0)),
+            Some(Raw::Null),
+            Some(Raw::Text(br#"{"x":[1, 2],"z":null}"#.to_vec())),
         ]
     );
     assert!(d.field(keys, row, 7).is_err());
@@ -149,9 +150,9 @@ impl Gen {
 }
 
 /// One value as (type, exact text), so reals compare by their bits.
-fn typed(v: std::result::Result<Value, String>) -> String {
+fn typed(v: std::result::Result<Raw, String>) -> String {
     match v {
-        Ok(Value::Real(r)) => format!("real {:016x}", r.to_bits()),
+        Ok(Raw::Real(r)) => format!("real {:016x}", r.to_bits()),
         Ok(v) => format!("{v:?}"),
         Err(e) => format!("error {}", e.contains("malformed JSON")),
     }
@@ -159,12 +160,14 @@ fn typed(v: std::result::Result<Value, String>) -> String {
 
 #[cfg(feature = "bundled")]
 #[test]
-fn agrees_with_json_extract_and_oplite_undeclared() {
+fn oplite_field_and_oplite_row_agree_with_json_extract_and_oplite_undeclared() {
     let db = Connection::open_in_memory().unwrap();
     crate::schema::register(&db).unwrap();
     let keys = ["a", "b", "o\u{f1}e", "a.b", "n"];
     let keys_json = serde_json::to_string(&keys).unwrap();
     let mut ours = db.prepare("SELECT oplite_field(?1, ?2, ?3)").unwrap();
+    let row_sql: Vec<String> = (0..=keys.len()).map(|i| format!("d.v{i}")).collect();
+    let mut ours_row = db.prepare(&format!("SELECT {} FROM oplite_row(?1, ?2) AS d", row_sql.join(", "))).unwrap();
     let mut theirs = db.prepare("SELECT json_extract(?1, ?2)").unwrap();
     let mut undeclared = db
         .prepare(&format!("SELECT oplite_undeclared(?1, {})", keys.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ")))
@@ -178,17 +181,29 @@ fn agrees_with_json_extract_and_oplite_undeclared() {
         let row = gen.row(&keys);
         // Ask in a shuffled order: the cache must not depend on it.
         let start = gen.below(keys.len() as u64 + 1) as usize;
+        let mut wants = vec![String::new(); keys.len() + 1];
         for step in 0..=keys.len() {
             let i = (start + step) % (keys.len() + 1);
-            let got = ours.query_row(rusqlite::params![row, keys_json, i as i64], |r| r.get::<_, Value>(0)).map_err(|e| e.to_string());
+            let got = ours.query_row(rusqlite::params![row, keys_json, i as i64], |r| Ok(Raw::from_ref(r.get_ref(0)?))).map_err(|e| e.to_string());
             let want = match keys.get(i) {
-                Some(key) => theirs.query_row(rusqlite::params![row, format!("$.\"{key}\"")], |r| r.get::<_, Value>(0)),
+                Some(key) => theirs.query_row(rusqlite::params![row, format!("$.\"{key}\"")], |r| Ok(Raw::from_ref(r.get_ref(0)?))),
                 None => undeclared
-                    .query_row([&row], |r| r.get::<_, Value>(0))
-                    .or_else(|_| removed.query_row([&row], |r| r.get::<_, Value>(0))),
+                    .query_row([&row], |r| Ok(Raw::from_ref(r.get_ref(0)?)))
+                    .or_else(|_| removed.query_row([&row], |r| Ok(Raw::from_ref(r.get_ref(0)?)))),
             }
             .map_err(|e| e.to_string());
+            wants[i] = typed(want.clone());
             assert_eq!(typed(got), typed(want), "round {round}, key {i}, row {row}");
+        }
+        // oplite_row computes the whole row: it fails if any column does.
+        let from_row = ours_row
+            .query_row(rusqlite::params![row, keys_json], |r| {
+                (0..=keys.len()).map(|i| Ok(typed(Ok(Raw::from_ref(r.get_ref(i)?))))).collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| e.to_string());
+        match wants.iter().find(|w| w.starts_with("error")) {
+            Some(_) => assert!(from_row.is_err(), "oplite_row: round {round}, row {row}: {from_row:?}"),
+            None => assert_eq!(from_row, Ok(wants), "oplite_row: round {round}, row {row}"),
         }
         let mut d = RowDecoder::default();
         if d.field(keys_json.as_bytes(), row.as_bytes(), 0).unwrap().is_some() {
@@ -222,4 +237,40 @@ fn a_huge_row_is_not_kept_once_rows_are_small_again() {
     assert!(d.data.capacity() > LARGE_BUFFER && d.undeclared.capacity() > LARGE_BUFFER);
     assert_eq!(d.field(keys, br#"{"a":1}"#, 0).unwrap(), Some(ValueRef::Integer(1)));
     assert!(d.data.capacity() < LARGE_BUFFER && d.undeclared.capacity() < LARGE_BUFFER);
+}
+
+#[cfg(feature = "bundled")]
+#[test]
+fn oplite_row_joins_binds_and_fails_like_a_function() {
+    let db = Connection::open_in_memory().unwrap();
+    crate::schema::register(&db).unwrap();
+    let all = |sql: &str| -> std::result::Result<Vec<Vec<Value>>, String> {
+        let mut stmt = db.prepare(sql).map_err(|e| e.to_string())?;
+        let n = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|e| e.to_string())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(|e| e.to_string())
+    };
+    let (int, text) = (Value::Integer, |s: &str| Value::Text(s.to_owned()));
+    // Two cursors in one statement keep their own rows.
+    assert_eq!(
+        all(r#"SELECT a.v0, b.v0, b.v1 FROM oplite_row('{"x":1}', '["x"]') a, oplite_row('{"x":2,"y":3}', '["x"]') b"#),
+        Ok(vec![vec![int(1), int(2), text(r#"{"y":3}"#)]])
+    );
+    // Correlated with a table, whichever comes first in FROM.
+    db.execute_batch(r#"CREATE TABLE t(id, data); INSERT INTO t VALUES (1, '{"x":"a"}'), (2, '{x: "b"}'), (3, NULL), (4, 7);"#).unwrap();
+    let want = vec![
+        vec![int(1), text("a"), Value::Null],
+        vec![int(2), text("b"), Value::Null],
+        vec![int(3), Value::Null, Value::Null],
+        vec![int(4), Value::Null, Value::Null],
+    ];
+    assert_eq!(all(r#"SELECT t.id, d.v0, d.v1 FROM t, oplite_row(t.data, '["x"]') d ORDER BY t.id"#), Ok(want.clone()));
+    assert_eq!(all(r#"SELECT t.id, d.v0, d.v1 FROM oplite_row(t.data, '["x"]') d, t ORDER BY t.id"#), Ok(want));
+    // Bad input fails the statement with the reason.
+    assert!(all(r#"SELECT d.v0 FROM oplite_row('{', '["x"]') d"#).unwrap_err().contains("malformed JSON"));
+    assert!(all(r#"SELECT d.v0 FROM oplite_row('{}', 'x') d"#).unwrap_err().contains("JSON array"));
+    assert!(all(r#"SELECT d.v0 FROM oplite_row('{}') d"#).unwrap_err().contains("keys must be"));
+    assert!(all("SELECT v0 FROM oplite_row").unwrap_err().contains("keys must be"));
 }
