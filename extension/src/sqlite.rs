@@ -362,6 +362,19 @@ unsafe extern "C" fn free_boxed<T, P>(p: *mut P) -> c_int {
     ffi::SQLITE_OK
 }
 
+/// Sets a virtual table's error message (`zErrMsg`), freeing the one it
+/// held.
+///
+/// SAFETY: `slot` is an error-message pointer SQLite owns.
+unsafe fn set_vtab_error(slot: *mut *mut c_char, message: &str) {
+    unsafe {
+        if !(*slot).is_null() {
+            ffi::sqlite3_free((*slot).cast::<c_void>());
+        }
+        *slot = sqlite_string(message);
+    }
+}
+
 /// Copies `message` into memory from sqlite3_malloc, as SQLite frees the
 /// error messages of virtual tables (null if out of memory).
 fn sqlite_string(message: &str) -> *mut c_char {

@@ -33,7 +33,9 @@ use std::cell::RefCell;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
 
-use super::undeclared::undeclared_members;
+use super::quote::json_path_text;
+use super::rows::PATHS_PER_CALL;
+use super::undeclared::{skip_value, skip_ws, undeclared_members};
 use crate::error::{OpliteError, Result};
 use crate::sqlite::{register_emitting_function, register_row_function, CallContext, Emit, Purity, RowSource};
 
@@ -115,7 +117,8 @@ pub struct RowDecoder {
 
 impl RowDecoder {
     /// Value `index` of the row `data` for the key list `keys`, or None if
-    /// the row is not plain JSON.
+    /// the row is not plain JSON (what `oplite_field` does, for the tests).
+    #[cfg(test)]
     pub fn field(&mut self, keys: &[u8], data: &[u8], index: usize) -> Result<Option<ValueRef<'_>>> {
         if !self.load(keys, data)? {
             return Ok(None);
@@ -126,12 +129,24 @@ impl RowDecoder {
         Ok(Some(self.value(index)))
     }
 
+    /// The declared keys the JSON array `keys` names, parsed when it is
+    /// not the list in use.
+    pub fn use_keys(&mut self, keys: &[u8]) -> Result<&[Vec<u8>]> {
+        if keys != self.keys_text.as_slice() {
+            let parsed: Vec<String> = serde_json::from_slice(keys)
+                .map_err(|e| bad_call(format!("keys must be a JSON array of strings: {e}")))?;
+            self.keys = parsed.into_iter().map(String::into_bytes).collect();
+            self.keys_text.clear();
+            self.keys_text.extend_from_slice(keys);
+            self.cached = false;
+        }
+        Ok(&self.keys)
+    }
+
     /// Decodes `data` for the key list `keys` unless it is the cached row;
     /// false if the row is not plain JSON.
     pub fn load(&mut self, keys: &[u8], data: &[u8]) -> Result<bool> {
-        if keys != self.keys_text.as_slice() {
-            self.set_keys(keys)?;
-        }
+        self.use_keys(keys)?;
         if !self.cached || data != self.data.as_slice() {
             self.decode(data);
         }
@@ -158,21 +173,6 @@ impl RowDecoder {
         }
     }
 
-    /// The declared keys (valid after a call to [`Self::field`]).
-    fn keys(&self) -> &[Vec<u8>] {
-        &self.keys
-    }
-
-    fn set_keys(&mut self, keys: &[u8]) -> Result<()> {
-        let parsed: Vec<String> = serde_json::from_slice(keys)
-            .map_err(|e| bad_call(format!("keys must be a JSON array of strings: {e}")))?;
-        self.keys = parsed.into_iter().map(String::into_bytes).collect();
-        self.keys_text.clear();
-        self.keys_text.extend_from_slice(keys);
-        self.cached = false;
-        Ok(())
-    }
-
     fn decode(&mut self, data: &[u8]) {
         // The cache lives as long as the connection: a huge row's buffers
         // are let go once rows are small again.
@@ -193,13 +193,6 @@ impl RowDecoder {
 
 fn bad_call(message: String) -> OpliteError {
     OpliteError::Malformed { what: "oplite_field() arguments", message }
-}
-
-fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
-    while matches!(bytes.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-        i += 1;
-    }
-    i
 }
 
 fn expect(bytes: &[u8], i: usize, byte: u8) -> Scan<usize> {
@@ -336,40 +329,13 @@ fn string(data: &[u8], i: usize, scratch: &mut Vec<u8>) -> Scan<(Field, usize)> 
 /// An object or array value: its JSON text without whitespace, which is
 /// how `json_extract` renders it.
 fn nested(data: &[u8], i: usize, scratch: &mut Vec<u8>) -> Scan<(Field, usize)> {
-    let mut depth = 0usize;
-    let mut j = i;
-    let mut spaced = false;
-    let end = loop {
-        match data.get(j) {
-            Some(b'"') => {
-                j += 1;
-                loop {
-                    match data.get(j) {
-                        Some(b'"') => break,
-                        Some(b'\\') => j += 2,
-                        Some(_) => j += 1,
-                        None => return Err(NotPlain),
-                    }
-                }
-            }
-            Some(b'{' | b'[') => depth += 1,
-            Some(b'}' | b']') => {
-                depth -= 1;
-                if depth == 0 {
-                    break j + 1;
-                }
-            }
-            Some(b' ' | b'\t' | b'\n' | b'\r') => spaced = true,
-            Some(_) => {}
-            None => return Err(NotPlain),
-        }
-        j += 1;
-    };
+    let end = skip_value(data, i).map_err(|_| NotPlain)?;
     let text = &data[i..end];
     serde_json::from_slice::<serde::de::IgnoredAny>(text).map_err(|_| NotPlain)?;
-    if !spaced {
+    if !text.iter().any(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
         return Ok((Field::Text(Text::Data(i, end)), end));
     }
+    // Whitespace inside strings stays; outside them it goes.
     let start = scratch.len();
     let mut in_string = false;
     let mut k = 0;
@@ -447,7 +413,7 @@ fn number(data: &[u8], i: usize) -> Scan<(Field, usize)> {
 /// `json_extract` (run as a nested query) or `oplite_undeclared`'s code.
 fn fallback(db: &Connection, keys: &[Vec<u8>], data: ValueRef<'_>, index: usize) -> Result<Raw> {
     if let Some(key) = keys.get(index) {
-        return query_one(db, "SELECT json_extract(?1, ?2)", &[data, ValueRef::Text(json_path(key)?.as_bytes())]);
+        return query_one(db, "SELECT json_extract(?1, ?2)", &[data, ValueRef::Text(json_path(key).as_bytes())]);
     }
     let ValueRef::Text(text) = data else { return Ok(Raw::Null) };
     if index > keys.len() {
@@ -462,18 +428,17 @@ fn fallback(db: &Connection, keys: &[Vec<u8>], data: ValueRef<'_>, index: usize)
     }
 }
 
-/// `$."key"`, the JSON path of a key.
-fn json_path(key: &[u8]) -> Result<String> {
-    let label = serde_json::to_string(&String::from_utf8_lossy(key)).map_err(|e| OpliteError::Internal(e.to_string()))?;
-    Ok(format!("$.{label}"))
+/// `$."key"`, the JSON path of a declared key.
+fn json_path(key: &[u8]) -> String {
+    json_path_text(&String::from_utf8_lossy(key))
 }
 
-/// `json_remove` of every declared key (at most 100 paths per call), or
+/// `json_remove` of every declared key (in calls of [`PATHS_PER_CALL`]), or
 /// NULL when nothing is left: the undeclared members of a JSON5 row.
 fn query_remove(db: &Connection, data: ValueRef<'_>, keys: &[Vec<u8>]) -> Result<Raw> {
     let mut text = Raw::from_ref(data);
-    for chunk in keys.chunks(100) {
-        let paths = chunk.iter().map(|key| json_path(key)).collect::<Result<Vec<_>>>()?;
+    for chunk in keys.chunks(PATHS_PER_CALL) {
+        let paths: Vec<String> = chunk.iter().map(|key| json_path(key)).collect();
         let mut params = vec![text.as_ref()];
         params.extend(paths.iter().map(|p| ValueRef::Text(p.as_bytes())));
         let placeholders = vec!["?"; params.len()].join(", ");
@@ -508,23 +473,22 @@ pub(super) fn register(db: &Connection) -> Result<()> {
                 emit.value(ValueRef::Null);
                 return Ok(());
             }
+            // A nested call (none is known: the fallback's queries call
+            // only SQLite's JSON functions) fails instead of sharing the cache.
             let mut decoder = decoder
                 .try_borrow_mut()
                 .map_err(|_| OpliteError::Internal("oplite_field() called from within itself".into()))?;
+            let declared = decoder.use_keys(keys)?.len();
+            if index > declared {
+                return Err(bad_call(format!("column {index} of a row with {declared} keys")));
+            }
             if let ValueRef::Text(text) = data {
-                if let Some(value) = decoder.field(keys, text, index)? {
-                    emit.value(value);
+                if decoder.load(keys, text)? {
+                    emit.value(decoder.value(index));
                     return Ok(());
                 }
-            } else if keys != &decoder.keys_text.as_slice() {
-                decoder.set_keys(keys)?;
             }
-            let all = decoder.keys().to_vec();
-            drop(decoder);
-            if index > all.len() {
-                return Err(bad_call(format!("column {index} of a row with {} keys", all.len())));
-            }
-            let value = fallback(call.db()?, &all, *data, index)?;
+            let value = fallback(call.db()?, decoder.use_keys(keys)?, *data, index)?;
             emit.value(value.as_ref());
             Ok(())
         }),
@@ -555,11 +519,8 @@ impl RowSource for DecodedRow {
             ValueRef::Null => self.fallback = Some(Vec::new()),
             ValueRef::Text(text) if self.decoder.load(keys, text)? => {}
             _ => {
-                if *keys != self.decoder.keys_text.as_slice() {
-                    self.decoder.set_keys(keys)?;
-                }
                 let db = call.db()?;
-                let keys = self.decoder.keys();
+                let keys = self.decoder.use_keys(keys)?;
                 self.fallback = Some((0..=keys.len()).map(|i| fallback(db, keys, *data, i)).collect::<Result<_>>()?);
             }
         }

@@ -38,8 +38,13 @@ pub fn string(text: &str) -> String {
 /// `key`: `'$."key"'`, the label escaped as a JSON string (SQLite decodes
 /// quoted labels as JSON strings).
 pub fn json_path(key: &str) -> String {
+    string(&json_path_text(key))
+}
+
+/// The JSON path `$."key"` itself, for binding as a parameter.
+pub fn json_path_text(key: &str) -> String {
     let label = serde_json::to_string(key).unwrap_or_else(|_| "\"\"".to_owned());
-    string(&format!("$.{label}"))
+    format!("$.{label}")
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use super::model::UNDECLARED_COLUMN;
 use super::quote::{identifier, json_path, string};
 
 /// Paths per `json_remove` call (SQLite before 3.48 allows 127 arguments).
-const PATHS_PER_CALL: usize = 100;
+pub(super) const PATHS_PER_CALL: usize = 100;
 /// Keys per `oplite_undeclared` call.
 const UNDECLARED_KEYS_PER_CALL: usize = 120;
 /// Pairs per `json_object` call.
@@ -43,13 +43,10 @@ pub fn undeclared(data: &str, columns: &[String]) -> String {
     format!("NULLIF({expr}, '{{}}')")
 }
 
-/// The column list, decoded values and upsert clause shared by the typed
-/// statements below. With `row` (tables of up to [`ROW_KEYS`] columns) the
-/// values are the columns of `oplite_row(data, keys) AS d`, which the
-/// statement must join; otherwise one `oplite_field` call each.
-fn typed_parts(columns: &[String], id: &str, data: &str, row: bool) -> (String, String, String) {
-    let keys = string(&serde_json::to_string(columns).unwrap_or_else(|_| "[]".to_owned()));
-    let value = |i: usize| if row { format!("d.v{i}") } else { format!("oplite_field({data}, {keys}, {i})") };
+/// The column list, decoded values (`value(i)` for column `i`, then for
+/// [`UNDECLARED_COLUMN`]) and upsert clause shared by the typed statements
+/// below.
+fn typed_parts(columns: &[String], id: &str, value: impl Fn(usize) -> String) -> (String, String, String) {
     let mut names = vec!["id".to_owned()];
     let mut values = vec![id.to_owned()];
     let mut sets = Vec::new();
@@ -65,10 +62,10 @@ fn typed_parts(columns: &[String], id: &str, data: &str, row: bool) -> (String, 
     (names.join(", "), values.join(", "), sets.join(", "))
 }
 
-/// `oplite_row(data, keys) AS d` for the table's columns.
-fn decoded_row(columns: &[String], data: &str) -> String {
-    let keys = string(&serde_json::to_string(columns).unwrap_or_else(|_| "[]".to_owned()));
-    format!("oplite_row({data}, {keys}) AS d")
+/// The declared keys as the SQL literal of a JSON array, the `keys`
+/// argument of `oplite_field` and `oplite_row`.
+fn keys_literal(columns: &[String]) -> String {
+    string(&serde_json::to_string(columns).unwrap_or_else(|_| "[]".to_owned()))
 }
 
 /// Upserts one row into a typed table: `?1` the id, `?2` the JSON data.
@@ -76,7 +73,8 @@ fn decoded_row(columns: &[String], data: &str) -> String {
 /// of `oplite_row` per execution costs more than the calls (200k rows one
 /// at a time: 563 ms against 421 ms).
 pub fn upsert_typed_row(table: &str, columns: &[String]) -> String {
-    let (names, values, sets) = typed_parts(columns, "?1", "?2", false);
+    let keys = keys_literal(columns);
+    let (names, values, sets) = typed_parts(columns, "?1", |i| format!("oplite_field(?2, {keys}, {i})"));
     format!("INSERT INTO {}({names}) VALUES ({values}) ON CONFLICT(id) DO UPDATE SET {sets}", identifier(table))
 }
 
@@ -84,16 +82,17 @@ pub fn upsert_typed_row(table: &str, columns: &[String]) -> String {
 /// typed table.
 pub fn upsert_typed_from_select(table: &str, columns: &[String], source: &str) -> String {
     let table = identifier(table);
+    let keys = keys_literal(columns);
     if columns.len() > ROW_KEYS {
-        let (names, values, sets) = typed_parts(columns, "id", "data", false);
+        let (names, values, sets) = typed_parts(columns, "id", |i| format!("oplite_field(data, {keys}, {i})"));
         return format!(
             "INSERT INTO {table}({names}) SELECT {values} FROM ({source}) WHERE true ON CONFLICT(id) DO UPDATE SET {sets}"
         );
     }
-    let (names, values, sets) = typed_parts(columns, "s.id", "", true);
-    let row = decoded_row(columns, "s.data");
+    let (names, values, sets) = typed_parts(columns, "s.id", |i| format!("d.v{i}"));
     format!(
-        "INSERT INTO {table}({names}) SELECT {values} FROM ({source}) AS s, {row} WHERE true ON CONFLICT(id) DO UPDATE SET {sets}"
+        "INSERT INTO {table}({names}) SELECT {values} FROM ({source}) AS s, oplite_row(s.data, {keys}) AS d \
+         WHERE true ON CONFLICT(id) DO UPDATE SET {sets}"
     )
 }
 

@@ -66,7 +66,7 @@ fn for_each_member(text: &[u8], mut member: impl FnMut(&[u8], Range<usize>)) -> 
     Ok(true)
 }
 
-fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+pub(super) fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
     while matches!(bytes.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
         i += 1;
     }
@@ -86,8 +86,9 @@ fn skip_string(bytes: &[u8], mut i: usize) -> std::result::Result<usize, ()> {
     Err(())
 }
 
-/// The index after the value starting at `i`.
-fn skip_value(bytes: &[u8], mut i: usize) -> std::result::Result<usize, ()> {
+/// The index after the value starting at `i` (checks only its brackets
+/// and quotes).
+pub(super) fn skip_value(bytes: &[u8], mut i: usize) -> std::result::Result<usize, ()> {
     match bytes.get(i) {
         Some(b'"') => skip_string(bytes, i),
         Some(b'{' | b'[') => {

@@ -17,7 +17,7 @@ use rusqlite::ffi;
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
-use super::{create_module, free_boxed, panic_error, sqlite_string, value_ref, CallContext, Emit};
+use super::{create_module, free_boxed, panic_error, set_vtab_error, value_ref, CallContext, Emit};
 use crate::error::{OpliteError, Result};
 
 /// The row behind one cursor of a row function.
@@ -102,18 +102,6 @@ static MODULE: ffi::sqlite3_module = ffi::sqlite3_module {
     xIntegrity: None,
 };
 
-/// Sets `*slot` to a copy of `message`, freeing what it held.
-///
-/// SAFETY: `slot` is an error-message pointer SQLite owns.
-unsafe fn set_message(slot: *mut *mut c_char, message: &str) {
-    unsafe {
-        if !(*slot).is_null() {
-            ffi::sqlite3_free((*slot).cast::<c_void>());
-        }
-        *slot = sqlite_string(message);
-    }
-}
-
 unsafe extern "C" fn x_connect(
     db: *mut ffi::sqlite3,
     aux: *mut c_void,
@@ -129,7 +117,7 @@ unsafe extern "C" fn x_connect(
     unsafe {
         let rc = ffi::sqlite3_declare_vtab(db, (*aux).declaration.as_ptr());
         if rc != ffi::SQLITE_OK {
-            set_message(pz_err, &format!("declaring {}(): code {rc}", (*aux).name));
+            set_vtab_error(pz_err, &format!("declaring {}(): code {rc}", (*aux).name));
             return rc;
         }
         let base = ffi::sqlite3_vtab { pModule: std::ptr::null(), nRef: 0, zErrMsg: std::ptr::null_mut() };
@@ -226,7 +214,7 @@ unsafe extern "C" fn x_filter(
             }
             Err(err) => {
                 cursor.has_row = false;
-                set_message(&mut (*vtab).zErrMsg, &err.to_string());
+                set_vtab_error(&mut (*vtab).zErrMsg, &err.to_string());
                 err.code()
             }
         }

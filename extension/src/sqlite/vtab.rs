@@ -23,7 +23,7 @@ use rusqlite::ffi;
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
-use super::{create_module, free_boxed, panic_error, set_result_ref, sqlite_string, value_ref};
+use super::{create_module, free_boxed, panic_error, set_result_ref, set_vtab_error, sqlite_string, value_ref};
 use crate::error::{OpliteError, Result};
 
 /// What a write-only table does. Each method gets the connection the table
@@ -146,14 +146,9 @@ unsafe fn with_table(vtab: *mut ffi::sqlite3_vtab, body: impl FnOnce(&VTab, &Mod
     match outcome.unwrap_or_else(|panic| Err(panic_error(aux.name, panic))) {
         Ok(()) => ffi::SQLITE_OK,
         Err(err) => {
-            // SAFETY: zErrMsg is ours to set; SQLite frees the previous one
-            // with sqlite3_free when it reads the message.
-            unsafe {
-                if !(*vtab).zErrMsg.is_null() {
-                    ffi::sqlite3_free((*vtab).zErrMsg.cast::<c_void>());
-                }
-                (*vtab).zErrMsg = sqlite_string(&err.to_string());
-            }
+            // SAFETY: zErrMsg is ours to set; SQLite frees it with
+            // sqlite3_free when it reads the message.
+            unsafe { set_vtab_error(&mut (*vtab).zErrMsg, &err.to_string()) }
             err.code()
         }
     }
