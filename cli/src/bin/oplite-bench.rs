@@ -15,6 +15,12 @@
 //! - **plain SQLite** (the floor): the lines parsed and the rows inserted
 //!   into a plain `(id TEXT PRIMARY KEY, data TEXT)` table in one
 //!   transaction.
+//! - **plain SQLite, ops then rows** (`plain-oplog`): what any engine that
+//!   keeps the ops it downloaded must at least do. Each line's ops go into
+//!   an `oplog` table with no index, one transaction per line as the cores
+//!   get; then one `INSERT ... SELECT` puts the rows in the plain table.
+//!   No checksums, no superseding, no index to find a row's ops: a lower
+//!   bound for a sync core, not a design.
 //!
 //! and times from the first line to the rows being visible in the app's
 //! table (the shape's schema is installed in both cores; `--no-schema`
@@ -28,7 +34,7 @@
 //! ```text
 //! cargo build --release -p oplite-cli --bin oplite-bench
 //! target/release/oplite-bench [--runs 5] [--sizes 100000,1000000]
-//!     [--encodings json,bson] [--engines oplite,oplite-json,oplite-http,reference,plain] [--shape benchmark]
+//!     [--encodings json,bson] [--engines oplite,oplite-json,oplite-http,reference,plain,plain-oplog] [--shape benchmark]
 //! ```
 
 use std::borrow::Cow;
@@ -52,6 +58,7 @@ enum Engine {
     OpliteHttp,
     Reference,
     Plain,
+    PlainOplog,
 }
 
 impl Engine {
@@ -62,6 +69,7 @@ impl Engine {
             Engine::OpliteHttp => "oplite-http",
             Engine::Reference => "reference",
             Engine::Plain => "plain",
+            Engine::PlainOplog => "plain-oplog",
         }
     }
 
@@ -72,6 +80,7 @@ impl Engine {
             "oplite-http" => Engine::OpliteHttp,
             "reference" => Engine::Reference,
             "plain" => Engine::Plain,
+            "plain-oplog" => Engine::PlainOplog,
             _ => return None,
         })
     }
@@ -137,7 +146,7 @@ fn parent(args: &[String]) -> Result<(), String> {
             "--no-schema" => schema = false,
             "--dir" => dir = PathBuf::from(value()?),
             "-h" | "--help" => {
-                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-json,oplite-http,reference,plain] [--shape benchmark] [--no-schema] [--dir DIR]");
+                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-json,oplite-http,reference,plain,plain-oplog] [--shape benchmark] [--no-schema] [--dir DIR]");
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other:?}")),
@@ -255,6 +264,7 @@ fn print_table(results: &[(u64, Encoding, Engine, Run)], runs: usize, shape: &st
                 Engine::OpliteHttp => "oplite host over HTTP",
                 Engine::Reference => "reference core",
                 Engine::Plain => "plain SQLite (floor)",
+                Engine::PlainOplog => "plain SQLite, ops then rows",
             },
             total(run),
             if *engine == Engine::Reference { "1.00x".into() } else { ratio(find(Engine::Reference)) },
@@ -303,6 +313,7 @@ fn child(args: &[String]) -> Result<(), String> {
     let lines = spec.lines(enc, &HashMap::new());
     let (store, apply, rows) = match engine {
         Engine::Plain => plain(&conn, enc, lines)?,
+        Engine::PlainOplog => plain_oplog(&conn, enc, lines)?,
         Engine::OpliteHttp => http(&db_path, enc, &spec, schema)?,
         Engine::Oplite | Engine::OpliteJson | Engine::Reference => {
             if engine != Engine::Reference {
@@ -417,6 +428,8 @@ struct PlainLine<'a> {
 
 #[derive(Deserialize)]
 struct PlainData<'a> {
+    #[serde(borrow, default)]
+    bucket: Cow<'a, str>,
     #[serde(borrow)]
     data: Vec<PlainOp<'a>>,
 }
@@ -424,9 +437,72 @@ struct PlainData<'a> {
 #[derive(Deserialize)]
 struct PlainOp<'a> {
     #[serde(borrow, default)]
+    op_id: Cow<'a, str>,
+    #[serde(borrow, default)]
+    object_type: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     object_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     data: Option<Cow<'a, str>>,
+    #[serde(default)]
+    checksum: i64,
+}
+
+fn parse_plain(enc: Encoding, line: &[u8]) -> Result<PlainLine<'_>, String> {
+    match enc {
+        Encoding::Json => serde_json::from_slice(line).map_err(|e| e.to_string()),
+        Encoding::Bson => oplite::bson::from_slice(line).map_err(|e| e.to_string()),
+    }
+}
+
+/// The lower bound of a sync core: each line's ops stored in an unindexed
+/// table in a transaction of its own, then the rows derived in one
+/// statement (the newest op of a row is the last one inserted).
+fn plain_oplog(conn: &Connection, enc: Encoding, lines: impl Iterator<Item = Vec<u8>>) -> Result<(f64, f64, u64), String> {
+    let err = |e: rusqlite::Error| e.to_string();
+    conn.execute_batch(
+        "CREATE TABLE oplog(bucket TEXT, op_id INTEGER, row_type TEXT, row_id TEXT, data TEXT, checksum INTEGER);
+         CREATE TABLE rows(id TEXT PRIMARY KEY, data TEXT);",
+    )
+    .map_err(err)?;
+    let mut store = Duration::ZERO;
+    {
+        let mut insert = conn
+            .prepare("INSERT INTO oplog(bucket, op_id, row_type, row_id, data, checksum) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+            .map_err(err)?;
+        for line in lines {
+            let started = Instant::now();
+            let parsed = parse_plain(enc, &line)?;
+            if let Some(data) = parsed.data {
+                conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
+                for op in data.data {
+                    let op_id: i64 = op.op_id.parse().map_err(|e| format!("op_id {:?}: {e}", op.op_id))?;
+                    insert
+                        .execute(rusqlite::params![
+                            &*data.bucket,
+                            op_id,
+                            op.object_type.as_deref(),
+                            op.object_id.as_deref(),
+                            op.data.as_deref(),
+                            op.checksum
+                        ])
+                        .map_err(err)?;
+                }
+                conn.execute_batch("COMMIT").map_err(err)?;
+            }
+            store += started.elapsed();
+        }
+    }
+    let started = Instant::now();
+    conn.execute_batch(
+        "BEGIN IMMEDIATE;
+         INSERT OR REPLACE INTO rows(id, data) SELECT row_id, data FROM oplog ORDER BY rowid;
+         COMMIT;",
+    )
+    .map_err(err)?;
+    let apply = started.elapsed();
+    let rows: i64 = conn.query_row("SELECT count(*) FROM rows", [], |r| r.get(0)).map_err(err)?;
+    Ok((store.as_secs_f64(), apply.as_secs_f64(), rows as u64))
 }
 
 /// The floor: parse the lines, insert the rows into a plain table in one
@@ -441,10 +517,7 @@ fn plain(conn: &Connection, enc: Encoding, lines: impl Iterator<Item = Vec<u8>>)
         let mut insert = conn.prepare("INSERT OR REPLACE INTO rows(id, data) VALUES (?1, ?2)").map_err(|e| e.to_string())?;
         for line in lines {
             let started = Instant::now();
-            let parsed: PlainLine<'_> = match enc {
-                Encoding::Json => serde_json::from_slice(&line).map_err(|e| e.to_string())?,
-                Encoding::Bson => oplite::bson::from_slice(&line).map_err(|e| e.to_string())?,
-            };
+            let parsed = parse_plain(enc, &line)?;
             if let Some(data) = parsed.data {
                 for op in data.data {
                     insert.execute(rusqlite::params![op.object_id.as_deref(), op.data.as_deref()]).map_err(|e| e.to_string())?;
