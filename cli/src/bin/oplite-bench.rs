@@ -21,6 +21,9 @@
 //!   get; then one `INSERT ... SELECT` puts the rows in the plain table.
 //!   No checksums, no superseding, no index to find a row's ops: a lower
 //!   bound for a sync core, not a design.
+//! - **plain SQLite, ops with a row index** (`plain-oplog-indexed`): the
+//!   same with the one index a core needs to find a row's ops without a
+//!   sort, `(row_type, row_id, op_id)`, maintained as the ops arrive.
 //!
 //! and times from the first line to the rows being visible in the app's
 //! table (the shape's schema is installed in both cores; `--no-schema`
@@ -34,7 +37,7 @@
 //! ```text
 //! cargo build --release -p oplite-cli --bin oplite-bench
 //! target/release/oplite-bench [--runs 5] [--sizes 100000,1000000]
-//!     [--encodings json,bson] [--engines oplite,oplite-json,oplite-http,reference,plain,plain-oplog] [--shape benchmark]
+//!     [--encodings json,bson] [--engines oplite,oplite-json,oplite-http,reference,plain,plain-oplog,plain-oplog-indexed] [--shape benchmark]
 //! ```
 
 use std::borrow::Cow;
@@ -59,6 +62,7 @@ enum Engine {
     Reference,
     Plain,
     PlainOplog,
+    PlainOplogIndexed,
 }
 
 impl Engine {
@@ -70,6 +74,7 @@ impl Engine {
             Engine::Reference => "reference",
             Engine::Plain => "plain",
             Engine::PlainOplog => "plain-oplog",
+            Engine::PlainOplogIndexed => "plain-oplog-indexed",
         }
     }
 
@@ -81,6 +86,7 @@ impl Engine {
             "reference" => Engine::Reference,
             "plain" => Engine::Plain,
             "plain-oplog" => Engine::PlainOplog,
+            "plain-oplog-indexed" => Engine::PlainOplogIndexed,
             _ => return None,
         })
     }
@@ -146,7 +152,7 @@ fn parent(args: &[String]) -> Result<(), String> {
             "--no-schema" => schema = false,
             "--dir" => dir = PathBuf::from(value()?),
             "-h" | "--help" => {
-                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-json,oplite-http,reference,plain,plain-oplog] [--shape benchmark] [--no-schema] [--dir DIR]");
+                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-json,oplite-http,reference,plain,plain-oplog,plain-oplog-indexed] [--shape benchmark] [--no-schema] [--dir DIR]");
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other:?}")),
@@ -265,6 +271,7 @@ fn print_table(results: &[(u64, Encoding, Engine, Run)], runs: usize, shape: &st
                 Engine::Reference => "reference core",
                 Engine::Plain => "plain SQLite (floor)",
                 Engine::PlainOplog => "plain SQLite, ops then rows",
+                Engine::PlainOplogIndexed => "plain SQLite, ops with a row index, then rows",
             },
             total(run),
             if *engine == Engine::Reference { "1.00x".into() } else { ratio(find(Engine::Reference)) },
@@ -313,7 +320,8 @@ fn child(args: &[String]) -> Result<(), String> {
     let lines = spec.lines(enc, &HashMap::new());
     let (store, apply, rows) = match engine {
         Engine::Plain => plain(&conn, enc, lines)?,
-        Engine::PlainOplog => plain_oplog(&conn, enc, lines)?,
+        Engine::PlainOplog => plain_oplog(&conn, enc, lines, false)?,
+        Engine::PlainOplogIndexed => plain_oplog(&conn, enc, lines, true)?,
         Engine::OpliteHttp => http(&db_path, enc, &spec, schema)?,
         Engine::Oplite | Engine::OpliteJson | Engine::Reference => {
             if engine != Engine::Reference {
@@ -457,14 +465,23 @@ fn parse_plain(enc: Encoding, line: &[u8]) -> Result<PlainLine<'_>, String> {
 
 /// The lower bound of a sync core: each line's ops stored in an unindexed
 /// table in a transaction of its own, then the rows derived in one
-/// statement (the newest op of a row is the last one inserted).
-fn plain_oplog(conn: &Connection, enc: Encoding, lines: impl Iterator<Item = Vec<u8>>) -> Result<(f64, f64, u64), String> {
+/// statement (the newest op of a row is the last one inserted). `indexed`
+/// adds the row index, maintained as the ops arrive.
+fn plain_oplog(
+    conn: &Connection,
+    enc: Encoding,
+    lines: impl Iterator<Item = Vec<u8>>,
+    indexed: bool,
+) -> Result<(f64, f64, u64), String> {
     let err = |e: rusqlite::Error| e.to_string();
     conn.execute_batch(
         "CREATE TABLE oplog(bucket TEXT, op_id INTEGER, row_type TEXT, row_id TEXT, data TEXT, checksum INTEGER);
          CREATE TABLE rows(id TEXT PRIMARY KEY, data TEXT);",
     )
     .map_err(err)?;
+    if indexed {
+        conn.execute_batch("CREATE INDEX oplog_row ON oplog(row_type, row_id, op_id)").map_err(err)?;
+    }
     let mut store = Duration::ZERO;
     {
         let mut insert = conn
