@@ -399,6 +399,13 @@ fn number(data: &[u8], i: usize) -> Scan<(Field, usize)> {
         }
         j = after;
     }
+    let negative = data[i] == b'-';
+    let magnitude = &data[i + usize::from(negative)..j];
+    // Up to 18 digits always fit in an i64: no text, no overflow check.
+    if integer && magnitude.len() <= 18 {
+        let n = magnitude.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+        return Ok((Field::Integer(if negative { -n } else { n }), j));
+    }
     // The slice is ASCII digits and signs by construction.
     let text = std::str::from_utf8(&data[i..j]).map_err(|_| NotPlain)?;
     if integer {

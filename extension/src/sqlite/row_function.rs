@@ -56,6 +56,10 @@ struct Cursor {
     has_row: bool,
 }
 
+/// Arguments a row function may take: few enough that `x_filter` keeps
+/// them on the stack, and each has a bit in `idxNum`.
+const MAX_ARGUMENTS: usize = 8;
+
 /// Registers the row function `name` on `db`. `declaration` is the
 /// `CREATE TABLE x(...)` statement for its columns, whose last `arguments`
 /// columns are the (HIDDEN) arguments.
@@ -67,7 +71,7 @@ pub fn register_row_function(
     arguments: usize,
     factory: Box<RowSourceFactory>,
 ) -> Result<()> {
-    if arguments > 30 {
+    if arguments > MAX_ARGUMENTS {
         return Err(OpliteError::Internal(format!("{name}: too many arguments")));
     }
     let declaration = CString::new(declaration).map_err(|_| OpliteError::Internal("row function declaration".into()))?;
@@ -136,7 +140,7 @@ unsafe extern "C" fn x_best_index(vtab: *mut ffi::sqlite3_vtab, info: *mut ffi::
     unsafe {
         let aux = &*(*vtab.cast::<VTab>()).aux;
         let info = &mut *info;
-        let mut constraint_of = [None::<usize>; 32];
+        let mut constraint_of = [None::<usize>; MAX_ARGUMENTS];
         for i in 0..info.nConstraint.max(0) as usize {
             let c = &*info.aConstraint.add(i);
             let Some(arg) = (c.iColumn as usize).checked_sub(aux.columns).filter(|a| *a < aux.arguments) else {
@@ -197,7 +201,7 @@ unsafe extern "C" fn x_filter(
         let vtab = cursor.base.pVtab;
         let table = &*vtab.cast::<VTab>();
         let aux = &*table.aux;
-        let mut args = [ValueRef::Null; 32];
+        let mut args = [ValueRef::Null; MAX_ARGUMENTS];
         let mut next = 0;
         for (arg, slot) in args.iter_mut().enumerate().take(aux.arguments) {
             if idx_num & (1 << arg) != 0 && next < argc.max(0) as usize {
