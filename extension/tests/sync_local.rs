@@ -133,6 +133,11 @@ fn from_scratch_writes_no_temp_pages_on_a_200k_op_apply() {
     assert_eq!(last_apply(&db)["strategy"], "from_scratch");
     let rows: i64 = db.query_row("SELECT count(*) FROM ps_untyped", [], |r| r.get(0)).unwrap();
     assert_eq!(rows, 200_000);
+    // The control: a sort of the same rows does spill, and is counted.
+    let sorted: i64 =
+        db.query_row("SELECT count(*) FROM (SELECT data FROM ps_untyped ORDER BY random())", [], |r| r.get(0)).unwrap();
+    assert_eq!(sorted, 200_000);
+    assert!(counting_vfs::temp_bytes_written() > 0, "a sorter spill was not counted");
 
     // 1000 buckets: the bookkeeping updates of every bucket row must not
     // spill a statement journal either.

@@ -8,16 +8,16 @@
 //! runs the statement, so tests running in parallel do not see each other's
 //! faults. Connections must be opened with [`NAME`] as their VFS.
 //!
-//! Test support only: the same pattern as `counting_vfs.rs`.
+//! Test support only, on top of `wrapping_vfs.rs`.
 #![allow(dead_code)]
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, c_void};
-use std::ptr;
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Once;
 
 use rusqlite::ffi;
+
+use super::wrapping_vfs::{self, Hooks, Io};
 
 /// The VFS name to open connections with.
 pub const NAME: &str = "oplite-fault";
@@ -99,57 +99,18 @@ pub fn counts() -> Counts {
     STATE.with(|s| s.borrow().counts)
 }
 
-static REGISTER: Once = Once::new();
-static mut BASE: *mut ffi::sqlite3_vfs = ptr::null_mut();
-static mut VFS: ffi::sqlite3_vfs = unsafe { std::mem::zeroed() };
-static mut METHODS: ffi::sqlite3_io_methods = unsafe { std::mem::zeroed() };
-
 const WATCHED: c_int = ffi::SQLITE_OPEN_MAIN_DB | ffi::SQLITE_OPEN_WAL | ffi::SQLITE_OPEN_MAIN_JOURNAL;
 
-#[repr(C)]
-struct FaultFile {
-    base: ffi::sqlite3_file,
-    watched: bool,
-    real: *mut ffi::sqlite3_file,
-}
+static HOOKS: Hooks = Hooks {
+    watch: |flags| flags & WATCHED != 0,
+    before: decide,
+    // No memory-mapped I/O: every page goes through xRead/xWrite.
+    mmap: false,
+};
 
 /// Registers the VFS under [`NAME`] (not as the default). Idempotent.
 pub fn register() {
-    REGISTER.call_once(|| unsafe {
-        let base = ffi::sqlite3_vfs_find(ptr::null());
-        assert!(!base.is_null());
-        BASE = base;
-        let vfs = &mut *ptr::addr_of_mut!(VFS);
-        *vfs = ptr::read(base);
-        vfs.szOsFile = (std::mem::size_of::<FaultFile>() as c_int) + (*base).szOsFile;
-        vfs.zName = c"oplite-fault".as_ptr();
-        vfs.pAppData = ptr::null_mut();
-        vfs.pNext = ptr::null_mut();
-        vfs.xOpen = Some(x_open);
-        let methods = &mut *ptr::addr_of_mut!(METHODS);
-        methods.iVersion = 3;
-        methods.xClose = Some(x_close);
-        methods.xRead = Some(x_read);
-        methods.xWrite = Some(x_write);
-        methods.xTruncate = Some(x_truncate);
-        methods.xSync = Some(x_sync);
-        methods.xFileSize = Some(x_file_size);
-        methods.xLock = Some(x_lock);
-        methods.xUnlock = Some(x_unlock);
-        methods.xCheckReservedLock = Some(x_check_reserved_lock);
-        methods.xFileControl = Some(x_file_control);
-        methods.xSectorSize = Some(x_sector_size);
-        methods.xDeviceCharacteristics = Some(x_device_characteristics);
-        methods.xShmMap = Some(x_shm_map);
-        methods.xShmLock = Some(x_shm_lock);
-        methods.xShmBarrier = Some(x_shm_barrier);
-        methods.xShmUnmap = Some(x_shm_unmap);
-        // No memory-mapped I/O: every page goes through xRead/xWrite.
-        methods.xFetch = None;
-        methods.xUnfetch = None;
-        methods.iVersion = 2;
-        assert_eq!(ffi::sqlite3_vfs_register(vfs, 0), ffi::SQLITE_OK);
-    });
+    wrapping_vfs::register(c"oplite-fault", &HOOKS, false);
 }
 
 unsafe extern "C" {
@@ -163,12 +124,6 @@ fn sigkill_self() -> ! {
     }
     // SIGKILL cannot be caught; this is never reached.
     std::process::abort()
-}
-
-enum Io {
-    Read,
-    Write(u64),
-    Sync,
 }
 
 /// Counts an I/O call and says which error (if any) to return instead.
@@ -210,130 +165,4 @@ fn decide(io: Io) -> Option<c_int> {
         }
         fault
     })
-}
-
-unsafe extern "C" fn x_open(
-    _vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    file: *mut ffi::sqlite3_file,
-    flags: c_int,
-    out_flags: *mut c_int,
-) -> c_int {
-    unsafe {
-        let ours = file.cast::<FaultFile>();
-        let real = file.cast::<u8>().add(std::mem::size_of::<FaultFile>()).cast::<ffi::sqlite3_file>();
-        (*ours).base.pMethods = ptr::null();
-        (*ours).real = real;
-        (*ours).watched = flags & WATCHED != 0;
-        let rc = ((*BASE).xOpen.unwrap())(BASE, name, real, flags, out_flags);
-        if rc == ffi::SQLITE_OK && !(*real).pMethods.is_null() {
-            (*ours).base.pMethods = ptr::addr_of!(METHODS);
-        }
-        rc
-    }
-}
-
-unsafe fn real(file: *mut ffi::sqlite3_file) -> *mut ffi::sqlite3_file {
-    unsafe { (*file.cast::<FaultFile>()).real }
-}
-
-unsafe fn watched(file: *mut ffi::sqlite3_file) -> bool {
-    unsafe { (*file.cast::<FaultFile>()).watched }
-}
-
-macro_rules! forward {
-    ($file:expr, $method:ident $(, $arg:expr)*) => {{
-        let real = real($file);
-        match (*(*real).pMethods).$method {
-            Some(f) => f(real $(, $arg)*),
-            None => ffi::SQLITE_IOERR,
-        }
-    }};
-}
-
-unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
-    unsafe { forward!(file, xClose) }
-}
-unsafe extern "C" fn x_read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amount: c_int, offset: i64) -> c_int {
-    unsafe {
-        if watched(file) {
-            if let Some(code) = decide(Io::Read) {
-                return code;
-            }
-        }
-        forward!(file, xRead, buf, amount, offset)
-    }
-}
-unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, buf: *const c_void, amount: c_int, offset: i64) -> c_int {
-    unsafe {
-        if watched(file) {
-            if let Some(code) = decide(Io::Write(amount as u64)) {
-                return code;
-            }
-        }
-        forward!(file, xWrite, buf, amount, offset)
-    }
-}
-unsafe extern "C" fn x_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
-    unsafe { forward!(file, xTruncate, size) }
-}
-unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
-    unsafe {
-        if watched(file) {
-            if let Some(code) = decide(Io::Sync) {
-                return code;
-            }
-        }
-        forward!(file, xSync, flags)
-    }
-}
-unsafe extern "C" fn x_file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
-    unsafe { forward!(file, xFileSize, size) }
-}
-unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, lock: c_int) -> c_int {
-    unsafe { forward!(file, xLock, lock) }
-}
-unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, lock: c_int) -> c_int {
-    unsafe { forward!(file, xUnlock, lock) }
-}
-unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
-    unsafe { forward!(file, xCheckReservedLock, out) }
-}
-unsafe extern "C" fn x_file_control(file: *mut ffi::sqlite3_file, op: c_int, arg: *mut c_void) -> c_int {
-    unsafe { forward!(file, xFileControl, op, arg) }
-}
-unsafe extern "C" fn x_sector_size(file: *mut ffi::sqlite3_file) -> c_int {
-    unsafe {
-        let real = real(file);
-        (*(*real).pMethods).xSectorSize.map_or(4096, |f| f(real))
-    }
-}
-unsafe extern "C" fn x_device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
-    unsafe {
-        let real = real(file);
-        (*(*real).pMethods).xDeviceCharacteristics.map_or(0, |f| f(real))
-    }
-}
-unsafe extern "C" fn x_shm_map(
-    file: *mut ffi::sqlite3_file,
-    page: c_int,
-    size: c_int,
-    extend: c_int,
-    out: *mut *mut c_void,
-) -> c_int {
-    unsafe { forward!(file, xShmMap, page, size, extend, out) }
-}
-unsafe extern "C" fn x_shm_lock(file: *mut ffi::sqlite3_file, offset: c_int, n: c_int, flags: c_int) -> c_int {
-    unsafe { forward!(file, xShmLock, offset, n, flags) }
-}
-unsafe extern "C" fn x_shm_barrier(file: *mut ffi::sqlite3_file) {
-    unsafe {
-        let real = real(file);
-        if let Some(f) = (*(*real).pMethods).xShmBarrier {
-            f(real)
-        }
-    }
-}
-unsafe extern "C" fn x_shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
-    unsafe { forward!(file, xShmUnmap, delete) }
 }
