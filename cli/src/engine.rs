@@ -3,12 +3,24 @@
 //! internal tables the host needs (the upload queue, counters for the
 //! summary).
 //!
-//! Every `powersync_control` call runs in its own `BEGIN IMMEDIATE`
+//! Every `powersync_control` call runs in a `BEGIN IMMEDIATE`
 //! transaction: the engine requires a transaction, and taking the write
 //! lock up front means a concurrent writer (the app inserting into its
 //! tables) makes the call wait on the busy timeout instead of failing
 //! half-way with SQLITE_BUSY on a lock upgrade.
+//!
+//! Data lines that arrive back to back share one transaction
+//! ([`Database::control_line`], [`Database::commit_lines`]): each runs in a
+//! savepoint of its own, so a refused line is undone alone, and the sync
+//! loop commits as soon as no further line is waiting, after
+//! [`LINES_PER_COMMIT`] lines, or when a line did more than report
+//! progress. Each commit writes every page the lines touched once more
+//! (the oplog's row index is touched all over); committing per burst
+//! instead of per line saves that. Any other call commits the open lines
+//! first. Lines lost to a crash before their commit are downloaded again:
+//! the bucket positions the next `start` sends are committed with them.
 
+use std::cell::Cell;
 use std::path::Path;
 use std::time::Duration;
 
@@ -100,6 +112,30 @@ pub enum Payload<'a> {
     Blob(&'a [u8]),
 }
 
+impl Drop for Database {
+    /// Lines stored but not committed are kept, as a commit would.
+    fn drop(&mut self) {
+        let _ = self.commit_open_lines();
+    }
+}
+
+/// Runs `SELECT powersync_control(op, payload)`.
+fn call_control(conn: &Connection, op: &str, payload: Payload<'_>) -> rusqlite::Result<Option<String>> {
+    let mut stmt = conn.prepare_cached("SELECT powersync_control(?1, ?2)")?;
+    match payload {
+        Payload::Null => stmt.query_row(rusqlite::params![op, SqlValue::Null], |r| r.get(0)),
+        Payload::Text(text) => stmt.query_row(rusqlite::params![op, text], |r| r.get(0)),
+        Payload::Blob(bytes) => stmt.query_row(rusqlite::params![op, bytes], |r| r.get(0)),
+    }
+}
+
+fn instructions_of(json: Option<String>) -> Result<Vec<Instruction>, Error> {
+    match json {
+        Some(json) => parse_instructions(&json),
+        None => Ok(Vec::new()),
+    }
+}
+
 /// What applying the schema did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SchemaOutcome {
@@ -110,9 +146,14 @@ pub enum SchemaOutcome {
     Unsupported,
 }
 
+/// The most data lines one transaction holds.
+pub const LINES_PER_COMMIT: usize = 32;
+
 /// A database with oplite registered and initialised.
 pub struct Database {
     conn: Connection,
+    /// Data lines stored in the open transaction, not yet committed.
+    open_lines: Cell<Option<usize>>,
 }
 
 impl Database {
@@ -127,7 +168,7 @@ impl Database {
         // checkpoints of the WAL, which is what the SDKs use too.
         conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).map_err(context)?;
         conn.execute_batch("PRAGMA synchronous = NORMAL").map_err(context)?;
-        let db = Database { conn };
+        let db = Database { conn, open_lines: Cell::new(None) };
         db.in_transaction(|conn| conn.query_row("SELECT powersync_init()", [], |_| Ok(())))
             .map_err(|e| Error::Database(format!("powersync_init: {e}")))?;
         Ok(db)
@@ -139,6 +180,7 @@ impl Database {
     }
 
     fn in_transaction<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+        self.commit_open_lines()?;
         // `Connection::transaction` needs `&mut`; the behaviour is the same.
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         match f(&self.conn) {
@@ -165,20 +207,65 @@ impl Database {
     /// Calls `powersync_control(op, payload)` in a transaction and parses
     /// the instructions.
     pub fn control(&self, op: &str, payload: Payload<'_>) -> Result<Vec<Instruction>, Error> {
-        let json: Option<String> = self
-            .in_transaction(|conn| {
-                let mut stmt = conn.prepare_cached("SELECT powersync_control(?1, ?2)")?;
-                match payload {
-                    Payload::Null => stmt.query_row(rusqlite::params![op, SqlValue::Null], |r| r.get(0)),
-                    Payload::Text(text) => stmt.query_row(rusqlite::params![op, text], |r| r.get(0)),
-                    Payload::Blob(bytes) => stmt.query_row(rusqlite::params![op, bytes], |r| r.get(0)),
-                }
-            })
+        let json = self
+            .in_transaction(|conn| call_control(conn, op, payload))
             .map_err(|e| Error::Engine(format!("powersync_control('{op}'): {e}")))?;
-        match json {
-            Some(json) => parse_instructions(&json),
-            None => Ok(Vec::new()),
+        instructions_of(json)
+    }
+
+    /// Calls `powersync_control(op, payload)` for a data line in the open
+    /// transaction (opening one if none is), in a savepoint of its own: a
+    /// refused line is undone alone and the lines before it stay. The line
+    /// is durable once [`Database::commit_lines`] (or any other call)
+    /// commits.
+    pub fn control_line(&self, op: &str, payload: Payload<'_>) -> Result<Vec<Instruction>, Error> {
+        let fail = |e: rusqlite::Error| Error::Engine(format!("powersync_control('{op}'): {e}"));
+        let lines = match self.open_lines.get() {
+            Some(lines) => lines,
+            None => {
+                self.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+                self.open_lines.set(Some(0));
+                0
+            }
+        };
+        self.conn.execute_batch("SAVEPOINT oplite_line").map_err(fail)?;
+        match call_control(&self.conn, op, payload) {
+            Ok(json) => {
+                self.conn.execute_batch("RELEASE oplite_line").map_err(fail)?;
+                self.open_lines.set(Some(lines + 1));
+                instructions_of(json)
+            }
+            Err(e) => {
+                let undone = self.conn.execute_batch("ROLLBACK TO oplite_line; RELEASE oplite_line");
+                if undone.is_err() {
+                    // The savepoint is gone with the transaction (SQLite
+                    // rolled it back): nothing of it is left to commit.
+                    self.open_lines.set(None);
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                }
+                Err(fail(e))
+            }
         }
+    }
+
+    /// Data lines stored in the open transaction.
+    pub fn open_lines(&self) -> usize {
+        self.open_lines.get().unwrap_or(0)
+    }
+
+    /// Commits the data lines stored since the last commit, if any.
+    pub fn commit_lines(&self) -> Result<(), Error> {
+        self.commit_open_lines().map_err(|e| Error::Engine(format!("committing data lines: {e}")))
+    }
+
+    fn commit_open_lines(&self) -> rusqlite::Result<()> {
+        if self.open_lines.take().is_some() {
+            if let Err(e) = self.conn.execute_batch("COMMIT") {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Sets the write checkpoint the client waits for, unless local writes
@@ -331,6 +418,49 @@ mod tests {
             ]
         );
         assert!(parse_instructions("nope").is_err());
+    }
+
+    #[test]
+    fn data_lines_share_a_transaction_and_a_refused_one_is_undone_alone() {
+        let dir = std::env::temp_dir().join(format!("oplite-cli-lines-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.db");
+        let _ = std::fs::remove_file(&path);
+        let db = Database::open(&path).unwrap();
+        let reader = Connection::open(&path).unwrap();
+        let ops = || -> i64 { reader.query_row("SELECT count(*) FROM ps_oplog", [], |r| r.get(0)).unwrap() };
+        db.control("start", Payload::Null).unwrap();
+        let checkpoint = r#"{"checkpoint": {"last_op_id": "3", "buckets": [{"bucket": "b", "checksum": 0, "count": 3}]}}"#;
+        let line = |op: u32| {
+            format!(
+                r#"{{"data": {{"bucket": "b", "data": [{{"op_id": "{op}", "op": "PUT", "object_type": "t", "object_id": "{op}", "data": "{{}}", "checksum": 0}}]}}}}"#
+            )
+        };
+        db.control_line("line_text", Payload::Text(checkpoint)).unwrap();
+        db.control_line("line_text", Payload::Text(&line(1))).unwrap();
+        assert_eq!(db.open_lines(), 2);
+        assert!(!db.conn().is_autocommit());
+        assert_eq!(ops(), 0, "not visible before the commit");
+        db.commit_lines().unwrap();
+        assert!(db.conn().is_autocommit());
+        assert_eq!(ops(), 1);
+
+        db.control_line("line_text", Payload::Text(&line(2))).unwrap();
+        let refused = db.control_line("line_text", Payload::Text("{\"data\": 7}"));
+        assert!(matches!(refused, Err(Error::Engine(_))), "{refused:?}");
+        assert_eq!(db.open_lines(), 1, "the refused line is not counted");
+        // Any other call commits the lines before it.
+        db.control("stop", Payload::Null).unwrap();
+        assert_eq!(db.open_lines(), 0);
+        assert_eq!(ops(), 2, "the line before the refused one is kept");
+
+        // Lines still open when the database is closed are committed.
+        db.control("start", Payload::Null).unwrap();
+        db.control_line("line_text", Payload::Text(checkpoint)).unwrap();
+        db.control_line("line_text", Payload::Text(&line(3))).unwrap();
+        drop(db);
+        assert_eq!(ops(), 3);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 use ureq::Agent;
 
 use crate::credentials::TokenSource;
-use crate::engine::{Database, Instruction, Payload};
+use crate::engine::{Database, Instruction, Payload, LINES_PER_COMMIT};
 use crate::http::{self, RequestError, StreamEvent};
 use crate::progress::Progress;
 use crate::Error;
@@ -304,6 +304,8 @@ impl<'a> Session<'a> {
         if !pending && !unconfirmed {
             return Ok(None);
         }
+        // Not across an HTTP request: the app's writers wait on the lock.
+        self.db.commit_lines()?;
         match self.upload() {
             Ok(close) => {
                 self.upload_retry_at = None;
@@ -408,30 +410,39 @@ impl<'a> Session<'a> {
         if let Some(close) = self.handle(established)? {
             return Ok(close);
         }
+        // A line already received, taken off the channel to see whether
+        // the open transaction can wait for it.
+        let mut next: Option<StreamEvent> = None;
         loop {
             if self.cancelled() || self.done {
+                self.db.commit_lines()?;
                 return Ok(Reconnect::Later);
             }
-            let event = match stream.events.recv_timeout(Duration::from_millis(200)) {
-                Ok(event) => Some(event),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => Some(StreamEvent::Failed("the stream reader stopped".into())),
+            let event = match next.take() {
+                Some(event) => Some(event),
+                None => match stream.events.recv_timeout(Duration::from_millis(200)) {
+                    Ok(event) => Some(event),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        Some(StreamEvent::Failed("the stream reader stopped".into()))
+                    }
+                },
             };
             let close = match event {
                 None => None,
                 Some(StreamEvent::Text(line)) => {
                     self.count_line(line.len());
-                    let result = self.db.control("line_text", Payload::Text(&line));
+                    let result = self.db.control_line("line_text", Payload::Text(&line));
                     match self.line_result(result)? {
-                        Some(instructions) => self.handle(instructions)?,
+                        Some(instructions) => self.line_done(instructions, &stream, &mut next)?,
                         None => return Ok(Reconnect::Later),
                     }
                 }
                 Some(StreamEvent::Binary(doc)) => {
                     self.count_line(doc.len());
-                    let result = self.db.control("line_binary", Payload::Blob(&doc));
+                    let result = self.db.control_line("line_binary", Payload::Blob(&doc));
                     match self.line_result(result)? {
-                        Some(instructions) => self.handle(instructions)?,
+                        Some(instructions) => self.line_done(instructions, &stream, &mut next)?,
                         None => return Ok(Reconnect::Later),
                     }
                 }
@@ -454,6 +465,32 @@ impl<'a> Session<'a> {
                 return Ok(close);
             }
         }
+    }
+
+    /// After a data line was stored: commits the open lines unless another
+    /// line is already waiting (taken into `next`), the transaction holds
+    /// [`LINES_PER_COMMIT`] lines, or the line did more than report
+    /// progress (a checkpoint applied, a stream to close); then handles
+    /// the instructions.
+    fn line_done(
+        &mut self,
+        instructions: Vec<Instruction>,
+        stream: &http::SyncStream,
+        next: &mut Option<StreamEvent>,
+    ) -> Result<Option<Reconnect>, Error> {
+        let progress_only = instructions.iter().all(|i| matches!(i, Instruction::UpdateSyncStatus(_)));
+        if progress_only && self.db.open_lines() < LINES_PER_COMMIT {
+            *next = stream.events.try_recv().ok();
+        }
+        if next.is_none() {
+            if let Err(e) = self.db.commit_lines() {
+                // As a refused line: the iteration stops and resumes from
+                // what the database holds.
+                self.line_result(Err(e))?;
+                return Ok(Some(Reconnect::Later));
+            }
+        }
+        self.handle(instructions)
     }
 
     /// A line the engine refused (a protocol error: a malformed or
