@@ -608,8 +608,12 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
             let _ = session.handle(instructions);
         }
     }
+    // Lines stored after the last commit (the loop ended between them):
+    // the caller may read the database on its own connection next.
+    let committed = db.commit_lines();
     session.progress.finish();
     result?;
+    committed?;
     let mut summary = session.summary;
     summary.ops = (db.ops_held()? - ops_before).max(0) as u64;
     summary.rows = db.row_counts()?;
