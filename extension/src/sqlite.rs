@@ -353,6 +353,37 @@ fn create_module<T>(db: &Connection, name: &str, module: &'static ffi::sqlite3_m
     Ok(())
 }
 
+/// An eponymous-only module (no `xCreate`: usable without CREATE VIRTUAL
+/// TABLE) that implements nothing yet: each module of this file sets the
+/// methods it has and takes the rest from here.
+const EPONYMOUS_MODULE: ffi::sqlite3_module = ffi::sqlite3_module {
+    iVersion: 1,
+    xCreate: None,
+    xConnect: None,
+    xBestIndex: None,
+    xDisconnect: None,
+    xDestroy: None,
+    xOpen: None,
+    xClose: None,
+    xFilter: None,
+    xNext: None,
+    xEof: None,
+    xColumn: None,
+    xRowid: None,
+    xUpdate: None,
+    xBegin: None,
+    xSync: None,
+    xCommit: None,
+    xRollback: None,
+    xFindFunction: None,
+    xRename: None,
+    xSavepoint: None,
+    xRelease: None,
+    xRollbackTo: None,
+    xShadowName: None,
+    xIntegrity: None,
+};
+
 /// `xDisconnect` / `xClose` of a module whose tables or cursors are
 /// `Box<T>`s made with Box::into_raw in `xConnect` / `xOpen`.
 ///

@@ -1,5 +1,7 @@
-//! `oplite_field(data, keys, i)`: one column of a synced row, with the row's
-//! JSON decoded once for all of its columns.
+//! `oplite_field(data, keys, i)` and `oplite_row(data, keys)`: the columns
+//! of a synced row, with the row's JSON decoded once for all of them
+//! (`oplite_row` is the table-valued form set-wise applies join; see
+//! `sqlite/row_function.rs`).
 //!
 //! Writing a synced row into a typed table needs the value of every declared
 //! key and the members the schema does not declare. With `json_extract` per

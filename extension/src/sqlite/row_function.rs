@@ -17,7 +17,7 @@ use rusqlite::ffi;
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
-use super::{create_module, free_boxed, panic_error, set_vtab_error, value_ref, CallContext, Emit};
+use super::{create_module, free_boxed, panic_error, set_vtab_error, value_ref, CallContext, Emit, EPONYMOUS_MODULE};
 use crate::error::{OpliteError, Result};
 
 /// The row behind one cursor of a row function.
@@ -78,9 +78,8 @@ pub fn register_row_function(
     create_module(db, name, &MODULE, Box::new(ModuleAux { name, declaration, columns, arguments, factory }))
 }
 
+/// A function, not a table to create: eponymous-only, read-only.
 static MODULE: ffi::sqlite3_module = ffi::sqlite3_module {
-    iVersion: 1,
-    xCreate: None, // eponymous-only: a function, not a table to create
     xConnect: Some(x_connect),
     xBestIndex: Some(x_best_index),
     xDisconnect: Some(free_boxed::<VTab, ffi::sqlite3_vtab>),
@@ -92,18 +91,7 @@ static MODULE: ffi::sqlite3_module = ffi::sqlite3_module {
     xEof: Some(x_eof),
     xColumn: Some(x_column),
     xRowid: Some(x_rowid),
-    xUpdate: None,
-    xBegin: None,
-    xSync: None,
-    xCommit: None,
-    xRollback: None,
-    xFindFunction: None,
-    xRename: None,
-    xSavepoint: None,
-    xRelease: None,
-    xRollbackTo: None,
-    xShadowName: None,
-    xIntegrity: None,
+    ..EPONYMOUS_MODULE
 };
 
 unsafe extern "C" fn x_connect(

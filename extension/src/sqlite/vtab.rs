@@ -23,7 +23,9 @@ use rusqlite::ffi;
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
-use super::{create_module, free_boxed, panic_error, set_result_ref, set_vtab_error, sqlite_string, value_ref};
+use super::{
+    create_module, free_boxed, panic_error, set_result_ref, set_vtab_error, sqlite_string, value_ref, EPONYMOUS_MODULE,
+};
 use crate::error::{OpliteError, Result};
 
 /// What a write-only table does. Each method gets the connection the table
@@ -107,9 +109,9 @@ pub fn register_write_only_table(
     create_module(db, name, &MODULE, Box::new(ModuleAux { name, declaration, table }))
 }
 
+/// Eponymous-only; version 2 for the savepoint methods.
 static MODULE: ffi::sqlite3_module = ffi::sqlite3_module {
     iVersion: 2,
-    xCreate: None, // eponymous-only: usable without CREATE VIRTUAL TABLE
     xConnect: Some(x_connect),
     xBestIndex: Some(x_best_index),
     xDisconnect: Some(free_boxed::<VTab, ffi::sqlite3_vtab>),
@@ -126,13 +128,10 @@ static MODULE: ffi::sqlite3_module = ffi::sqlite3_module {
     xSync: Some(x_sync),
     xCommit: Some(x_commit),
     xRollback: Some(x_rollback),
-    xFindFunction: None,
-    xRename: None,
     xSavepoint: Some(x_savepoint),
     xRelease: Some(x_release),
     xRollbackTo: Some(x_rollback_to),
-    xShadowName: None,
-    xIntegrity: None,
+    ..EPONYMOUS_MODULE
 };
 
 /// Runs `body` for the table behind `vtab`, reporting errors and panics
