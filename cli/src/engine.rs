@@ -112,13 +112,6 @@ pub enum Payload<'a> {
     Blob(&'a [u8]),
 }
 
-impl Drop for Database {
-    /// Lines stored but not committed are kept, as a commit would.
-    fn drop(&mut self) {
-        let _ = self.commit_open_lines();
-    }
-}
-
 /// Runs `SELECT powersync_control(op, payload)`.
 fn call_control(conn: &Connection, op: &str, payload: Payload<'_>) -> rusqlite::Result<Option<String>> {
     let mut stmt = conn.prepare_cached("SELECT powersync_control(?1, ?2)")?;
@@ -387,6 +380,25 @@ impl Database {
     }
 }
 
+impl Drop for Database {
+    /// Lines stored but not committed are kept, as a commit would.
+    fn drop(&mut self) {
+        let _ = self.commit_open_lines();
+    }
+}
+
+/// A fresh database `t.db` in a directory of its own, for tests; the
+/// caller removes the directory.
+#[cfg(test)]
+pub(crate) fn scratch_database(tag: &str) -> (std::path::PathBuf, Database) {
+    let dir = std::env::temp_dir().join(format!("oplite-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.db");
+    let _ = std::fs::remove_file(&path);
+    let db = Database::open(&path).unwrap();
+    (dir, db)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,11 +434,8 @@ mod tests {
 
     #[test]
     fn data_lines_share_a_transaction_and_a_refused_one_is_undone_alone() {
-        let dir = std::env::temp_dir().join(format!("oplite-cli-lines-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let (dir, db) = scratch_database("lines");
         let path = dir.join("t.db");
-        let _ = std::fs::remove_file(&path);
-        let db = Database::open(&path).unwrap();
         let reader = Connection::open(&path).unwrap();
         let ops = || -> i64 { reader.query_row("SELECT count(*) FROM ps_oplog", [], |r| r.get(0)).unwrap() };
         db.control("start", Payload::Null).unwrap();
@@ -465,11 +474,7 @@ mod tests {
 
     #[test]
     fn control_runs_in_a_transaction_and_schema_degrades() {
-        let dir = std::env::temp_dir().join(format!("oplite-cli-engine-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("t.db");
-        let _ = std::fs::remove_file(&path);
-        let db = Database::open(&path).unwrap();
+        let (dir, db) = scratch_database("engine");
         let start = db.control("start", Payload::Null).unwrap();
         assert!(start.iter().any(|i| matches!(i, Instruction::EstablishSyncStream { .. })));
         let stop = db.control("stop", Payload::Null).unwrap();

@@ -166,11 +166,7 @@ mod tests {
 
     #[test]
     fn records_what_the_triggers_record() {
-        let dir = std::env::temp_dir().join(format!("oplite-cli-local-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("t.db");
-        let _ = std::fs::remove_file(&path);
-        let db = crate::Database::open(&path).unwrap();
+        let (dir, db) = crate::engine::scratch_database("local");
         let conn = db.conn();
         write(conn, "todos", "t1", &LocalWrite::Put(columns(json!({"a": 1})))).unwrap();
         write(conn, "todos", "t1", &LocalWrite::Patch(columns(json!({"b": 2})))).unwrap();
