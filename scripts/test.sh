@@ -18,7 +18,7 @@ command -v npm >/dev/null || { echo "npm is required to fetch the reference core
 cargo --version
 
 step "fetching the reference core"
-REFERENCE_CORE=$(bash ../shared/tools/reference-core.sh)
+REFERENCE_CORE=$(bash scripts/reference-core.sh)
 export REFERENCE_CORE
 echo "$REFERENCE_CORE"
 

@@ -3,7 +3,7 @@
 //! oplite is a SQLite extension. It keeps a local database in sync with a
 //! server speaking the PowerSync protocol, and exposes the SQL surface of the
 //! PowerSync core so the PowerSync SDKs can load it in its place. The
-//! contract it implements is `shared/spec/PROTOCOL.md`.
+//! contract it implements is `docs/protocol.md`.
 //!
 //! # Layout
 //!

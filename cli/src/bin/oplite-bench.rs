@@ -6,7 +6,7 @@
 //!
 //! - **oplite**: `powersync_control` of this build, registered on a bundled
 //!   SQLite connection;
-//! - **reference**: the PowerSync core (`../shared/tools/reference-core.sh`),
+//! - **reference**: the PowerSync core (`scripts/reference-core.sh`),
 //!   loaded into the same bundled SQLite with `load_extension`;
 //! - **oplite host over HTTP**: the whole `oplite` sync loop, with the
 //!   loopback test service streaming the lines over HTTP in the same
@@ -287,7 +287,7 @@ fn reference_core() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("REFERENCE_CORE") {
         return Ok(PathBuf::from(path));
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/reference-core.sh");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/reference-core.sh");
     let output = Command::new("bash").arg(&script).output().map_err(|e| format!("{}: {e}", script.display()))?;
     if !output.status.success() {
         return Err(format!("{} failed: {}", script.display(), String::from_utf8_lossy(&output.stderr)));

@@ -51,7 +51,7 @@ pub fn oplite_so() -> PathBuf {
     path
 }
 
-/// The reference core, fetched by ../shared/tools/reference-core.sh
+/// The reference core, fetched by scripts/reference-core.sh
 /// (or $REFERENCE_CORE).
 pub fn reference_so() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
@@ -59,7 +59,7 @@ pub fn reference_so() -> PathBuf {
         if let Some(path) = std::env::var_os("REFERENCE_CORE") {
             return PathBuf::from(path);
         }
-        let script = repo_root().join("../shared/tools/reference-core.sh");
+        let script = repo_root().join("scripts/reference-core.sh");
         let out = Command::new("bash").arg(&script).output().expect("running reference-core.sh");
         assert!(
             out.status.success(),
