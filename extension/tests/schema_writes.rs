@@ -84,13 +84,17 @@ fn rolled_back_writes_queue_nothing() {
 }
 
 #[test]
-fn entries_are_readable_through_powersync_crud_until_commit() {
+fn entries_are_in_ps_crud_when_the_statement_returns() {
     let db = with_schema(&table(""));
     db.execute_batch("BEGIN; INSERT INTO t(id, a) VALUES ('1', 'x');").unwrap();
-    assert_eq!(texts(&db, "SELECT type || '/' || id FROM powersync_crud"), ["t/1"]);
-    assert!(crud(&db).is_empty());
+    assert_eq!(crud(&db), [r#"{"op":"PUT","id":"1","type":"t","data":{"a":"x"}}"#]);
+    assert_eq!(texts(&db, "SELECT row_type || '/' || row_id FROM ps_updated_rows"), ["t/1"]);
+    assert_eq!(texts(&db, "SELECT value FROM ps_kv WHERE key = 'target_checkpoint_request_id'"), ["9223372036854775807"]);
+    db.execute_batch("UPDATE t SET a = 'y' WHERE id = '1'").unwrap();
+    assert_eq!(crud(&db).len(), 2);
     db.execute_batch("COMMIT").unwrap();
-    assert_eq!(crud(&db).len(), 1);
+    assert_eq!(crud(&db).len(), 2);
+    // powersync_crud is insert-only: reading it returns nothing.
     assert!(texts(&db, "SELECT data FROM powersync_crud").is_empty());
 }
 

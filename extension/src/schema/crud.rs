@@ -1,56 +1,41 @@
 //! The upload queue: how local writes through the views become ps_crud
 //! entries, grouped by transaction.
 //!
-//! # Why it is built this way
-//!
 //! Every entry of one transaction carries the same `tx_id`, and the next
 //! transaction gets the next one (`ps_tx.next_tx`). Knowing where a
 //! transaction starts and ends needs SQLite's help; the connection's commit
-//! hook belongs to the host, so oplite uses a virtual table instead:
-//! `powersync_crud`. SQLite calls its `xBegin` when the first statement of a
-//! transaction that may write to it starts, its savepoint callbacks as
-//! statements and savepoints open, roll back and release, and `xSync`,
-//! `xCommit` or `xRollback` at the end. As in the reference core, `xBegin`
-//! takes the next `tx_id` (so a statement that matches no row still uses
-//! one up).
+//! hook belongs to the host, so, as in the reference core, a virtual table
+//! does it: `powersync_crud`. SQLite calls its `xBegin` when the first
+//! statement of a transaction that may write to it starts (which takes the
+//! next `tx_id`, so a statement that matches no row still uses one up), its
+//! savepoint callbacks as statements and savepoints open and end, and
+//! `xSync` as the transaction commits.
 //!
-//! The reference writes every entry *through* that table as it happens:
-//! per row, nested INSERTs into ps_crud, ps_updated_rows and ps_kv, each
-//! page they touch copied into the statement journal of the app's
-//! statement. oplite's triggers instead hand the entry to
-//! `oplite_crud_put` / `_patch` / `_delete`, which render its JSON from the
-//! row's values ([`super::crud_json`]) and append it to a buffer in memory.
-//! The buffer is written in `xSync`, when the transaction commits, with one
-//! `INSERT ... SELECT` per table (the buffer reads back as the rows of
-//! `powersync_crud`): per row, the app's statement then only writes its own
-//! data table. Savepoint callbacks keep the buffer exact: a
-//! `ROLLBACK TO` (or a failed statement) drops the entries made since.
-//!
-//! Measured with benches/views.rs (callgrind, 5k single-row inserts in one
-//! transaction, instructions per row): plain table 8.8k; oplite writing
-//! ps_crud and ps_updated_rows from the trigger body 31k; buffered and
-//! flushed with one INSERT ... SELECT per table 24k (the view and trigger
-//! machinery alone, writing only the data table, is about 12k). The rest
-//! is the queue's own volume: each entry's JSON is larger than the row.
-//!
-//! One visible difference: a transaction's entries appear in ps_crud when it
-//! commits, not while it runs. Everything that reads ps_crud (the SDKs'
-//! upload loop, checkpoint application) does so in transactions of its own.
-//!
-//! Each trigger still names `powersync_crud` in an INSERT that never runs
-//! (`INSERT INTO powersync_crud(op) SELECT NULL WHERE 0`): that is enough for
-//! SQLite to make the table part of the statement's transaction.
+//! Each entry is written when the trigger that makes it runs: the ps_crud
+//! row, the ps_updated_rows mark and, once per transaction, the upload
+//! gate in ps_kv. They are ordinary writes of the app's statement, so
+//! SQLite's own journal undoes them with a failed statement, a `ROLLBACK
+//! TO` or a rollback, the queue is visible inside the transaction, and
+//! nothing of it waits in memory for a commit that may never come. The
+//! triggers hand the row's values to `oplite_crud_put` / `_patch` /
+//! `_delete`, which render the JSON ([`super::crud_json`]) and run the
+//! inserts as nested statements; each trigger also names `powersync_crud`
+//! in an INSERT that never runs (`INSERT INTO powersync_crud(op) SELECT
+//! NULL WHERE 0`), which is enough for SQLite to make the table part of the
+//! transaction. Costs and the earlier in-memory design are in
+//! docs/architecture.md.
 //!
 //! `powersync_crud` also accepts the reference's own INSERTs (columns `op,
 //! id, type, data, old_values, metadata, options`, data already JSON) and
-//! `powersync_crud_(data)` (a complete entry), for triggers written against
-//! the reference.
+//! `powersync_crud_(data, options)` (a complete entry), for triggers
+//! written against the reference.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rusqlite::types::{Value, ValueRef};
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::Connection;
 
+use super::apply::in_sync_operation;
 use super::crud_json::{self, read_items};
 use crate::error::{OpliteError, Result, SqliteResultExt};
 use crate::sqlite::{register_function, register_write_only_table, Purity, WriteOnlyTable};
@@ -60,19 +45,15 @@ const READ_NEXT_TX: &str = "SELECT ifnull((SELECT next_tx FROM ps_tx WHERE id = 
 /// SQL: records that `?1` is taken (idempotent: repeated at commit in case
 /// a ROLLBACK TO undid the write made at `xBegin`).
 const TAKE_TX: &str = "UPDATE ps_tx SET next_tx = max(ifnull(next_tx, 1), ?1 + 1) WHERE id = 1";
+/// SQL: queues one entry.
+const QUEUE_ENTRY: &str = "INSERT INTO ps_crud(tx_id, data) VALUES (?1, ?2)";
+/// SQL: marks its row for re-derivation at the next full apply.
+const MARK_UPDATED: &str = "INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES (?1, ?2)";
 /// SQL: after a local write, no checkpoint may be applied until the server
-/// confirms the upload (PROTOCOL.md, write checkpoints).
-const SET_TARGET: &str =
-    "INSERT OR REPLACE INTO ps_kv(key, value) VALUES('target_checkpoint_request_id', 9223372036854775807)";
-/// SQL: forgets the checkpoint requests seen before the local write.
-const FORGET_REQUESTS: &str =
-    "DELETE FROM ps_kv WHERE key IN ('last_seen_checkpoint_request_id', 'last_applied_checkpoint_request_id')";
-/// SQL: queues the transaction's entries (reading `powersync_crud` returns
-/// them, see [`CrudTable`]).
-const QUEUE_ENTRIES: &str = "INSERT INTO ps_crud(data, tx_id) SELECT data, ?1 FROM powersync_crud";
-/// SQL: marks their rows for re-derivation at the next full apply.
-const MARK_UPDATED: &str =
-    "INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) SELECT type, id FROM powersync_crud WHERE type IS NOT NULL";
+/// confirms the upload, and the checkpoint requests seen before the write
+/// cannot confirm it (docs/protocol.md, write checkpoints).
+const RECORD_LOCAL_WRITE: &str = "INSERT OR REPLACE INTO ps_kv(key, value) VALUES('target_checkpoint_request_id', 9223372036854775807);
+DELETE FROM ps_kv WHERE key IN ('last_seen_checkpoint_request_id', 'last_applied_checkpoint_request_id')";
 
 /// The declared columns of `powersync_crud`.
 const CRUD_TABLE: &str =
@@ -80,28 +61,23 @@ const CRUD_TABLE: &str =
 /// The declared columns of `powersync_crud_`.
 const RAW_CRUD_TABLE: &str = "CREATE TABLE x(data TEXT, options INT)";
 
-/// `options` bit of `powersync_crud`: skip a PATCH whose data is `{}`.
+/// `options` bit of `powersync_crud` and `powersync_crud_`: skip a PATCH
+/// whose data is `{}`.
 const IGNORE_EMPTY_UPDATE: i64 = 16;
 
-/// One entry waiting for its transaction to commit.
-#[derive(Debug)]
-struct Entry {
-    /// The ps_crud JSON.
-    data: String,
-    /// The row to mark in ps_updated_rows (insert-only tables mark none,
-    /// and do not touch ps_kv).
-    row: Option<(String, Value)>,
-}
-
-/// The transaction as the queue sees it.
+/// The transaction as the queue sees it. Everything else of the queue is
+/// in the database.
 #[derive(Debug, Default)]
 struct TxState {
     /// The tx_id of the open transaction, from `xBegin`.
     tx_id: Option<i64>,
-    /// Entries of the open transaction, in order.
-    entries: Vec<Entry>,
-    /// `(savepoint index, entries when it opened)`, innermost last.
-    savepoints: Vec<(i32, usize)>,
+    /// An entry was written in this transaction (its tx_id is taken again
+    /// at commit).
+    wrote: bool,
+    /// The upload gate was recorded in ps_kv, and not rolled back since.
+    gate_recorded: bool,
+    /// `(savepoint index, gate_recorded when it opened)`, innermost last.
+    savepoints: Vec<(i32, bool)>,
 }
 
 /// Per-connection state shared by `powersync_crud`, `powersync_crud_` and
@@ -116,17 +92,46 @@ impl CrudQueue {
         self.state.lock().map_err(|_| OpliteError::Internal("upload queue state poisoned".into()))
     }
 
-    /// Adds an entry to the open transaction.
-    fn push(&self, data: String, row: Option<(&str, ValueRef<'_>)>) -> Result<()> {
+    /// The open transaction's tx_id, for an entry about to be written.
+    fn take_tx_id(&self) -> Result<i64> {
         let mut state = self.state()?;
-        if state.tx_id.is_none() {
-            return Err(OpliteError::Misuse {
-                function: "oplite_crud",
-                reason: "no transaction has written to powersync_crud (is this trigger from an older oplite?)".into(),
-            });
+        let tx_id = state.tx_id.ok_or_else(|| OpliteError::Misuse {
+            function: "oplite_crud_tx",
+            reason: "no transaction has written to powersync_crud (the trigger must name it)".into(),
+        })?;
+        state.wrote = true;
+        Ok(tx_id)
+    }
+
+    /// Closes the upload gate (ps_kv) for the first local write of the
+    /// transaction; later calls only check a flag. The state lock is not
+    /// held while SQL runs: it may fire the app's own triggers.
+    fn record_local_write(&self, db: &Connection) -> Result<()> {
+        if self.state()?.gate_recorded {
+            return Ok(());
         }
-        let row = row.map(|(t, id)| (t.to_owned(), owned(id)));
-        state.entries.push(Entry { data, row });
+        db.execute_batch(RECORD_LOCAL_WRITE).context("recording a local write")?;
+        self.state()?.gate_recorded = true;
+        Ok(())
+    }
+
+    /// Writes one entry of the open transaction, for the reference's queue
+    /// tables and triggers of earlier oplite versions: its ps_crud row
+    /// and, for a row of a table that is not insert-only, the
+    /// ps_updated_rows mark and the upload gate. Writes made by a sync
+    /// apply (triggers on raw tables that the apply fills) are not local
+    /// writes and queue nothing.
+    fn write(&self, db: &Connection, data: &str, row: Option<(&str, ValueRef<'_>)>) -> Result<()> {
+        if in_sync_operation(db) {
+            return Ok(());
+        }
+        let tx_id = self.take_tx_id()?;
+        db.prepare_cached(QUEUE_ENTRY).and_then(|mut s| s.execute((tx_id, data))).context("queueing an upload")?;
+        if let Some((row_type, id)) = row {
+            let id = ToSqlOutput::Borrowed(id);
+            db.prepare_cached(MARK_UPDATED).and_then(|mut s| s.execute((row_type, id))).context("marking an updated row")?;
+            self.record_local_write(db)?;
+        }
         Ok(())
     }
 
@@ -140,43 +145,15 @@ impl CrudQueue {
         Ok(())
     }
 
-    /// Writes the transaction's entries (from `xSync`, as it commits): one
-    /// `INSERT ... SELECT` per table, reading the entries back through
-    /// `powersync_crud`.
-    fn flush(&self, db: &Connection) -> Result<()> {
-        let (tx_id, entries, local_write) = {
+    /// As the transaction commits: makes sure its tx_id stays taken.
+    fn sync(&self, db: &Connection) -> Result<()> {
+        let (tx_id, wrote) = {
             let state = self.state()?;
-            (state.tx_id, state.entries.len(), state.entries.iter().any(|e| e.row.is_some()))
+            (state.tx_id, state.wrote)
         };
-        let Some(tx_id) = tx_id else { return Ok(()) };
-        if entries == 0 {
-            return Ok(());
-        }
-        db.prepare_cached(TAKE_TX).and_then(|mut s| s.execute([tx_id])).context("taking a tx_id")?;
-        db.prepare_cached(QUEUE_ENTRIES).and_then(|mut s| s.execute([tx_id])).context("queueing uploads")?;
-        if local_write {
-            db.prepare_cached(MARK_UPDATED).and_then(|mut s| s.execute([])).context("marking updated rows")?;
-            db.prepare_cached(SET_TARGET).and_then(|mut s| s.execute([])).context("recording a local write")?;
-            db.prepare_cached(FORGET_REQUESTS).and_then(|mut s| s.execute([])).context("recording a local write")?;
-        }
-        self.state()?.entries.clear();
-        Ok(())
-    }
-
-    fn row_count(&self) -> usize {
-        self.state.lock().map_or(0, |s| s.entries.len())
-    }
-
-    /// Columns of `powersync_crud` when read: `data` is the entry, `type`
-    /// and `id` the row it marks.
-    fn column(&self, row: usize, column: usize, result: &mut dyn FnMut(ValueRef<'_>)) {
-        let Ok(state) = self.state.lock() else { return };
-        let Some(entry) = state.entries.get(row) else { return };
-        match (column, &entry.row) {
-            (1, Some((_, id))) => result(ValueRef::from(id)),
-            (2, Some((row_type, _))) => result(ValueRef::Text(row_type.as_bytes())),
-            (3, _) => result(ValueRef::Text(entry.data.as_bytes())),
-            _ => {}
+        match tx_id {
+            Some(tx_id) if wrote => db.prepare_cached(TAKE_TX).and_then(|mut s| s.execute([tx_id])).context("taking a tx_id").map(drop),
+            _ => Ok(()),
         }
     }
 
@@ -188,9 +165,9 @@ impl CrudQueue {
 
     fn savepoint(&self, index: i32) {
         if let Ok(mut state) = self.state.lock() {
-            let len = state.entries.len();
+            let recorded = state.gate_recorded;
             state.savepoints.retain(|(i, _)| *i < index);
-            state.savepoints.push((index, len));
+            state.savepoints.push((index, recorded));
         }
     }
 
@@ -200,20 +177,19 @@ impl CrudQueue {
         }
     }
 
+    /// SQLite undid the writes since savepoint `index`: the gate is
+    /// recorded only if it was when that savepoint opened (one opened
+    /// before this table joined the transaction saw nothing recorded).
     fn rollback_to(&self, index: i32) {
         if let Ok(mut state) = self.state.lock() {
-            // A savepoint opened before this table joined the transaction
-            // has no mark: every entry came after it.
-            let len = state.savepoints.iter().find(|(i, _)| *i == index).map_or(0, |(_, len)| *len);
-            state.entries.truncate(len);
+            state.gate_recorded = state.savepoints.iter().find(|(i, _)| *i == index).is_some_and(|(_, recorded)| *recorded);
             state.savepoints.retain(|(i, _)| *i <= index);
         }
     }
 }
 
-/// `powersync_crud`: the reference's queue table. Reading it returns the
-/// entries the open transaction has queued so far (`data` the ps_crud JSON,
-/// `type` and `id` the row it marks, NULL for insert-only tables).
+/// `powersync_crud`: the reference's queue table, insert-only (a SELECT
+/// returns no rows).
 struct CrudTable(Arc<CrudQueue>);
 
 /// `powersync_crud_`: a complete entry, queued as it is (insert-only tables
@@ -227,7 +203,7 @@ macro_rules! queue_transaction_callbacks {
             self.0.begin(db)
         }
         fn sync(&self, db: &Connection) -> Result<()> {
-            self.0.flush(db)
+            self.0.sync(db)
         }
         fn commit(&self) {
             self.0.end()
@@ -244,17 +220,11 @@ macro_rules! queue_transaction_callbacks {
         fn rollback_to(&self, index: i32) {
             self.0.rollback_to(index)
         }
-        fn row_count(&self) -> usize {
-            self.0.row_count()
-        }
-        fn column(&self, row: usize, column: usize, result: &mut dyn FnMut(ValueRef<'_>)) {
-            self.0.column(row, column, result)
-        }
     };
 }
 
 impl WriteOnlyTable for CrudTable {
-    fn insert(&self, _db: &Connection, values: &[ValueRef<'_>]) -> Result<()> {
+    fn insert(&self, db: &Connection, values: &[ValueRef<'_>]) -> Result<()> {
         let text = |i: usize| -> Result<Option<&str>> {
             match values.get(i).copied().unwrap_or(ValueRef::Null) {
                 ValueRef::Null => Ok(None),
@@ -273,18 +243,22 @@ impl WriteOnlyTable for CrudTable {
             return Ok(());
         }
         let entry = crud_json::raw_entry(op, id, row_type, if op == "DELETE" { None } else { data }, old, metadata)?;
-        self.0.push(entry, Some((row_type, id)))
+        self.0.write(db, &entry, Some((row_type, id)))
     }
     queue_transaction_callbacks!();
 }
 
 impl WriteOnlyTable for RawCrudTable {
-    fn insert(&self, _db: &Connection, values: &[ValueRef<'_>]) -> Result<()> {
+    fn insert(&self, db: &Connection, values: &[ValueRef<'_>]) -> Result<()> {
         let entry = match values.first().copied().unwrap_or(ValueRef::Null) {
-            ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+            ValueRef::Text(t) => std::str::from_utf8(t).map_err(|_| bad("data is not UTF-8"))?,
             _ => return Err(bad("data must be text")),
         };
-        self.0.push(entry, None)
+        let options = values.get(1).and_then(|v| v.as_i64().ok()).unwrap_or(0);
+        if options & IGNORE_EMPTY_UPDATE != 0 && crud_json::is_empty_patch(entry) {
+            return Ok(());
+        }
+        self.0.write(db, entry, None)
     }
     queue_transaction_callbacks!();
 }
@@ -326,69 +300,90 @@ fn arg<'a>(args: &[ValueRef<'a>], i: usize) -> ValueRef<'a> {
     args.get(i).copied().unwrap_or(ValueRef::Null)
 }
 
+/// `oplite_put_entry(type, id, metadata, flags, name, value, ...)`: the
+/// PUT entry, and the row it marks (none for insert-only tables).
+fn put_from_args<'a>(args: &[ValueRef<'a>]) -> Result<(String, Option<(&'a str, ValueRef<'a>)>)> {
+    let items = read_items(args.get(4..).unwrap_or(&[]), 1)?;
+    let row_type = arg_text(args, 0, "oplite_put_entry")?;
+    let flags = arg_int(args, 3);
+    let entry = crud_json::put_entry(row_type, arg(args, 1), arg(args, 2), flags, &items)?;
+    Ok((entry, (flags & crud_json::PUT_INSERT_ONLY == 0).then(|| (row_type, arg(args, 1)))))
+}
+
+/// `oplite_patch_entry(type, id, metadata, flags, old_values, old_columns,
+/// name, old, new, ...)`: the PATCH entry and its row.
+fn patch_from_args<'a>(args: &[ValueRef<'a>]) -> Result<(String, Option<(&'a str, ValueRef<'a>)>)> {
+    let f = "oplite_patch_entry";
+    let items = read_items(args.get(6..).unwrap_or(&[]), 2)?;
+    let old_columns: Option<Vec<String>> = arg_opt_text(args, 5, f)?
+        .map(|json| serde_json::from_str(json).map_err(|e| OpliteError::Internal(format!("{f}: {e}"))))
+        .transpose()?;
+    let row_type = arg_text(args, 0, f)?;
+    let entry =
+        crud_json::patch_entry(row_type, arg(args, 1), arg(args, 2), arg_int(args, 3), arg_opt_text(args, 4, f)?, old_columns.as_deref(), &items)?;
+    Ok((entry, Some((row_type, arg(args, 1)))))
+}
+
+/// `oplite_delete_entry(type, id, metadata, old_values)`: the DELETE entry
+/// and its row.
+fn delete_from_args<'a>(args: &[ValueRef<'a>]) -> Result<(String, Option<(&'a str, ValueRef<'a>)>)> {
+    let f = "oplite_delete_entry";
+    let row_type = arg_text(args, 0, f)?;
+    let entry = crud_json::delete_entry(row_type, arg(args, 1), arg(args, 2), arg_opt_text(args, 3, f)?)?;
+    Ok((entry, Some((row_type, arg(args, 1)))))
+}
+
+type EntryFromArgs = for<'a> fn(&[ValueRef<'a>]) -> Result<(String, Option<(&'a str, ValueRef<'a>)>)>;
+
+/// The entry functions: `(name for the triggers, name in triggers of
+/// earlier oplite versions, arity, how the arguments make an entry)`.
+const ENTRY_FUNCTIONS: [(&str, &str, i32, EntryFromArgs); 3] = [
+    ("oplite_put_entry", "oplite_crud_put", -1, put_from_args),
+    ("oplite_patch_entry", "oplite_crud_patch", -1, patch_from_args),
+    ("oplite_delete_entry", "oplite_crud_delete", 4, delete_from_args),
+];
+
 /// Registers the queue tables and the functions the triggers call.
+///
+/// The triggers ([`super::triggers`]) insert into ps_crud and
+/// ps_updated_rows themselves, as statements of the trigger program:
+/// `oplite_*_entry` renders an entry's JSON, `oplite_crud_tx()` is the
+/// transaction's tx_id and `oplite_crud_local_write()` records the upload
+/// gate once per transaction. Triggers written by earlier versions of
+/// oplite call `oplite_crud_put` / `_patch` / `_delete`, which queue the
+/// entry themselves (until `powersync_replace_schema` writes the new
+/// triggers).
 pub fn register(db: &Connection) -> Result<()> {
     let queue = Arc::new(CrudQueue::default());
     register_write_only_table(db, "powersync_crud", CRUD_TABLE, Arc::new(CrudTable(queue.clone())))?;
     register_write_only_table(db, "powersync_crud_", RAW_CRUD_TABLE, Arc::new(RawCrudTable(queue.clone())))?;
 
-    // oplite_crud_put(type, id, metadata, flags, name, value, ...)
-    let put_queue = queue.clone();
+    for (name, legacy_name, arity, from_args) in ENTRY_FUNCTIONS {
+        register_function(db, name, arity, Purity::Deterministic, Box::new(move |_, args| Ok(Value::Text(from_args(args)?.0))))?;
+        let legacy_queue = queue.clone();
+        register_function(
+            db,
+            legacy_name,
+            arity,
+            Purity::Volatile,
+            Box::new(move |ctx, args| {
+                let (entry, row) = from_args(args)?;
+                legacy_queue.write(ctx.db()?, &entry, row)?;
+                Ok(Value::Null)
+            }),
+        )?;
+    }
+    let tx_queue = queue.clone();
+    register_function(db, "oplite_crud_tx", 0, Purity::Volatile, Box::new(move |_, _| tx_queue.take_tx_id().map(Value::Integer)))?;
+    let gate_queue = queue;
     register_function(
         db,
-        "oplite_crud_put",
-        -1,
+        "oplite_crud_local_write",
+        0,
         Purity::Volatile,
-        Box::new(move |_, args| {
-            let items = read_items(args.get(4..).unwrap_or(&[]), 1)?;
-            let row_type = arg_text(args, 0, "oplite_crud_put")?;
-            let flags = arg_int(args, 3);
-            let entry = crud_json::put_entry(row_type, arg(args, 1), arg(args, 2), flags, &items)?;
-            let row = (flags & crud_json::PUT_INSERT_ONLY == 0).then(|| (row_type, arg(args, 1)));
-            put_queue.push(entry, row)?;
-            Ok(Value::Null)
-        }),
-    )?;
-    // oplite_crud_patch(type, id, metadata, flags, old_values, old_columns, name, old, new, ...)
-    let patch_queue = queue.clone();
-    register_function(
-        db,
-        "oplite_crud_patch",
-        -1,
-        Purity::Volatile,
-        Box::new(move |_, args| {
-            let f = "oplite_crud_patch";
-            let items = read_items(args.get(6..).unwrap_or(&[]), 2)?;
-            let old_columns: Option<Vec<String>> = arg_opt_text(args, 5, f)?
-                .map(|json| serde_json::from_str(json).map_err(|e| OpliteError::Internal(format!("{f}: {e}"))))
-                .transpose()?;
-            let row_type = arg_text(args, 0, f)?;
-            let entry = crud_json::patch_entry(
-                row_type,
-                arg(args, 1),
-                arg(args, 2),
-                arg_int(args, 3),
-                arg_opt_text(args, 4, f)?,
-                old_columns.as_deref(),
-                &items,
-            )?;
-            patch_queue.push(entry, Some((row_type, arg(args, 1))))?;
-            Ok(Value::Null)
-        }),
-    )?;
-    // oplite_crud_delete(type, id, metadata, old_values)
-    let delete_queue = queue;
-    register_function(
-        db,
-        "oplite_crud_delete",
-        4,
-        Purity::Volatile,
-        Box::new(move |_, args| {
-            let f = "oplite_crud_delete";
-            let row_type = arg_text(args, 0, f)?;
-            let entry = crud_json::delete_entry(row_type, arg(args, 1), arg(args, 2), arg_opt_text(args, 3, f)?)?;
-            delete_queue.push(entry, Some((row_type, arg(args, 1))))?;
-            Ok(Value::Null)
+        Box::new(move |ctx, _| {
+            gate_queue.record_local_write(ctx.db()?)?;
+            Ok(Value::Integer(1))
         }),
     )?;
     // oplite_crud_chunk(arity, name, value..., ...): columns of wide tables.

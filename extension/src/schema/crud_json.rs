@@ -327,6 +327,19 @@ pub fn raw_entry(op: &str, id: ValueRef<'_>, row_type: &str, data: Option<&str>,
     Ok(out)
 }
 
+/// True for a complete ps_crud entry that is a PATCH with `data` `{}` (what
+/// the `IGNORE_EMPTY_UPDATE` option of `powersync_crud_` skips). Entries
+/// that are not JSON objects are not empty patches.
+pub fn is_empty_patch(entry: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Entry<'a> {
+        #[serde(borrow)]
+        op: Option<Cow<'a, str>>,
+        data: Option<serde_json::Map<String, serde_json::Value>>,
+    }
+    serde_json::from_str::<Entry<'_>>(entry).is_ok_and(|e| e.op.as_deref() == Some("PATCH") && e.data.is_some_and(|d| d.is_empty()))
+}
+
 /// Joins JSON object texts with disjoint keys into one object, keeping each
 /// text as it is (for `old` values of wide tables, rendered in chunks).
 pub fn merge_objects(objects: &[&str]) -> String {

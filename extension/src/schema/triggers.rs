@@ -1,11 +1,12 @@
 //! The INSTEAD OF triggers that make a view writable.
 //!
-//! A synced table's triggers write the data table, then hand the upload
-//! entry to `oplite_crud_put` / `_patch` / `_delete`, which queue it until
-//! the transaction commits (see [`super::crud`] for why, and for the
-//! never-run INSERT into `powersync_crud` at the end of each trigger). The
-//! functions take the columns as `name, value` pairs or `name, old, new`
-//! triples ([`super::crud_json`]).
+//! A synced table's triggers write the data table, then queue the upload
+//! entry themselves: an INSERT into ps_crud of the JSON that
+//! `oplite_put_entry` / `_patch_entry` / `_delete_entry` render, and an
+//! INSERT into ps_updated_rows (see [`super::crud`], also for the never-run
+//! INSERT into `powersync_crud` at the end of each trigger). The functions
+//! take the columns as `name, value` pairs or `name, old, new` triples
+//! ([`super::crud_json`]).
 //!
 //! The id checks, their messages and the trigger names are the reference
 //! core's. One deliberate difference: an UPDATE that sets the id to NULL
@@ -109,13 +110,27 @@ impl<'a> Gen<'a> {
         }
     }
 
-    /// The statements that queue `entry` (a call of an `oplite_crud_*`
-    /// function), only when `when` holds.
-    fn queue(&self, entry: &str, when: Option<&str>) -> String {
-        let mut sql = match when {
-            None => format!("SELECT {entry};\n"),
-            Some(cond) => format!("SELECT {entry} WHERE {cond};\n"),
+    /// The statements that queue `entry` (a call of an `oplite_*_entry`
+    /// function) for the row `row_id` (None: an insert-only table, whose
+    /// entries mark no row), only when `when` holds.
+    fn queue(&self, entry: &str, row_id: Option<&str>, when: Option<&str>) -> String {
+        let (filter, condition) = match when {
+            Some(cond) => (format!(" WHERE {cond}"), format!("({cond}) AND ")),
+            None => (String::new(), String::new()),
         };
+        let mut sql = format!("INSERT INTO ps_crud(tx_id, data) SELECT oplite_crud_tx(), {entry}{filter};\n");
+        if let Some(id) = row_id {
+            // The gate is recorded for every write that queues an entry
+            // (the terms run left to right). No conflict clause: the app's
+            // `INSERT OR ROLLBACK INTO view` would override it (SQLite
+            // applies the outer statement's policy inside triggers), so a
+            // row already marked is skipped by the WHERE instead.
+            sql.push_str(&format!(
+                "INSERT INTO ps_updated_rows(row_type, row_id) SELECT {0}, {id} WHERE {condition}oplite_crud_local_write() \
+                 AND NOT EXISTS (SELECT 1 FROM ps_updated_rows WHERE row_type = {0} AND row_id = {id});\n",
+                self.type_literal
+            ));
+        }
         sql.push_str(JOIN_TRANSACTION);
         sql.push('\n');
         sql
@@ -131,7 +146,7 @@ impl<'a> Gen<'a> {
             let flags = if self.table.insert_only { 1 } else { 0 };
             let metadata = if self.table.insert_only { "NULL" } else { self.metadata() };
             let entry = format!(
-                "oplite_crud_put({}, NEW.id, {metadata}, {flags}{})",
+                "oplite_put_entry({}, NEW.id, {metadata}, {flags}{})",
                 self.type_literal,
                 pairs(&self.table.columns, "NEW")
             );
@@ -139,7 +154,7 @@ impl<'a> Gen<'a> {
                 sql.push_str(&self.write_row(false));
                 sql.push('\n');
             }
-            sql.push_str(&self.queue(&entry, None));
+            sql.push_str(&self.queue(&entry, (!self.table.insert_only).then_some("NEW.id"), None));
         }
         sql.push_str("END");
         (name, sql)
@@ -164,13 +179,13 @@ impl<'a> Gen<'a> {
                 (_, false) => (0, self.old_values().unwrap_or_else(|| "NULL".into()), "NULL".to_owned()),
             };
             let entry = format!(
-                "oplite_crud_patch({}, NEW.id, {}, {flags}, {old_values}, {old_columns}{})",
+                "oplite_patch_entry({}, NEW.id, {}, {flags}, {old_values}, {old_columns}{})",
                 self.type_literal,
                 self.metadata(),
                 triples(cols)
             );
             let changed = self.table.ignore_empty_update.then(|| changed(cols));
-            sql.push_str(&self.queue(&entry, changed.as_deref()));
+            sql.push_str(&self.queue(&entry, Some("NEW.id"), changed.as_deref()));
         }
         sql.push_str("END");
         (name, sql)
@@ -190,8 +205,8 @@ impl<'a> Gen<'a> {
         let mut sql = format!("DELETE FROM {} WHERE id = OLD.id;\n", self.data);
         if !self.table.local_only {
             let old = self.old_values().unwrap_or_else(|| "NULL".into());
-            let entry = format!("oplite_crud_delete({}, OLD.id, {metadata}, {old})", self.type_literal);
-            sql.push_str(&self.queue(&entry, None));
+            let entry = format!("oplite_delete_entry({}, OLD.id, {metadata}, {old})", self.type_literal);
+            sql.push_str(&self.queue(&entry, Some("OLD.id"), None));
         }
         sql
     }
@@ -297,7 +312,8 @@ mod tests {
             "CREATE TRIGGER \"ps_view_insert_t\" INSTEAD OF INSERT ON \"t\" FOR EACH ROW BEGIN\n\
              SELECT CASE WHEN (NEW.id IS NULL) THEN RAISE (FAIL, 'id is required') WHEN (typeof(NEW.id) != 'text') THEN RAISE (FAIL, 'id should be text') END;\n\
              INSERT INTO \"ps_data__t\"(id, \"a\") VALUES (NEW.id, NEW.\"a\");\n\
-             SELECT oplite_crud_put('t', NEW.id, NULL, 0, 'a', NEW.\"a\");\n\
+             INSERT INTO ps_crud(tx_id, data) SELECT oplite_crud_tx(), oplite_put_entry('t', NEW.id, NULL, 0, 'a', NEW.\"a\");\n\
+             INSERT INTO ps_updated_rows(row_type, row_id) SELECT 't', NEW.id WHERE oplite_crud_local_write() AND NOT EXISTS (SELECT 1 FROM ps_updated_rows WHERE row_type = 't' AND row_id = NEW.id);\n\
              INSERT INTO powersync_crud(op) SELECT NULL WHERE 0;\nEND"
         );
     }
@@ -311,15 +327,18 @@ mod tests {
         assert_eq!(t.len(), 4);
         let update = &t[1].1;
         assert!(update.contains("WHEN NEW._deleted IS NOT TRUE"), "{update}");
-        assert!(update.contains(r#"oplite_crud_patch('t', NEW.id, NEW._metadata, 1, NULL, '["b"]', 'a', OLD."a", NEW."a", 'b', OLD."b", NEW."b")"#), "{update}");
+        assert!(update.contains(r#"oplite_patch_entry('t', NEW.id, NEW._metadata, 1, NULL, '["b"]', 'a', OLD."a", NEW."a", 'b', OLD."b", NEW."b")"#), "{update}");
         assert!(update.contains(r#"WHERE (OLD."a" IS NOT NEW."a" OR typeof(OLD."a") != typeof(NEW."a")) OR"#), "{update}");
-        assert!(t[3].1.contains("oplite_crud_delete('t', OLD.id, NEW._metadata, json_object('b', OLD.\"b\"))"), "{}", t[3].1);
+        // An update that changes nothing queues nothing and closes no gate.
+        assert!(update.contains(r#"OR typeof(OLD."b") != typeof(NEW."b"))) AND oplite_crud_local_write() AND NOT EXISTS"#), "{update}");
+        assert!(t[3].1.contains("oplite_delete_entry('t', OLD.id, NEW._metadata, json_object('b', OLD.\"b\"))"), "{}", t[3].1);
 
         let local = triggers(r#"{"name":"l","local_only":true,"columns":[{"name":"a","type":"text"}]}"#);
         assert!(local.iter().all(|(_, sql)| !sql.contains("ps_crud") && !sql.contains("powersync_crud")));
         let insert_only = triggers(r#"{"name":"i","insert_only":true,"columns":[{"name":"a","type":"text"}]}"#);
         assert_eq!(insert_only.len(), 1);
-        assert!(!insert_only[0].1.contains("ps_data__i") && insert_only[0].1.contains("oplite_crud_put('i', NEW.id, NULL, 1"));
+        assert!(!insert_only[0].1.contains("ps_data__i") && insert_only[0].1.contains("oplite_put_entry('i', NEW.id, NULL, 1"));
+        assert!(!insert_only[0].1.contains("ps_updated_rows") && !insert_only[0].1.contains("oplite_crud_local_write"));
     }
 
     #[test]
