@@ -50,6 +50,7 @@ fn state(db: &Connection) -> Vec<String> {
         // oplite_sync_iteration: oplite's own (a random token per iteration).
         ("kv", "SELECT key || '=' || value FROM ps_kv WHERE key NOT IN ('client_id', 'oplite_sync_iteration') ORDER BY 1"),
         ("row", "SELECT id || '=' || ifnull(title, 'NULL') FROM items ORDER BY id"),
+        ("sequence", "SELECT name || '=' || seq FROM sqlite_sequence ORDER BY 1"),
     ]
     .iter()
     .flat_map(|(label, sql)| texts(db, sql).into_iter().map(move |row| format!("{label}: {row}")))
@@ -108,7 +109,8 @@ fn busy_commit_then_rollback_to_keeps_the_committed_rows_entries() {
             r#"queue: {"op":"PUT","id":"c","type":"items","data":{"title":"z"}} tx 1"#,
             "marked: items/c",
             "kv: target_checkpoint_request_id=9223372036854775807",
-            "row: c=z"
+            "row: c=z",
+            "sequence: ps_crud=1"
         ]
     );
 }
@@ -244,5 +246,25 @@ fn a_trigger_of_the_reference_writing_powersync_crud_directly() {
                 "BEGIN; INSERT INTO notes VALUES ('n1', 'hello'); SAVEPOINT s; INSERT INTO notes VALUES ('n2', 'gone'); ROLLBACK TO s; UPDATE notes SET body = 'same'; COMMIT;",
             ],
         )
+    });
+}
+
+#[test]
+fn a_write_that_queues_nothing_leaves_sqlite_sequence_alone() {
+    let schema_ignoring_empty_updates = r#"{"tables":[{"name":"items","columns":[{"name":"title","type":"text"}]},
+        {"name":"quiet","ignore_empty_update":true,"columns":[{"name":"title","type":"text"}]}]}"#;
+    on_both("sequence", |db, _| {
+        db.execute_batch("BEGIN").unwrap();
+        db.query_row("SELECT powersync_replace_schema(?1)", [schema_ignoring_empty_updates], |_| Ok(())).unwrap();
+        db.execute_batch("COMMIT").unwrap();
+        let mut answers = run(
+            db,
+            &["UPDATE quiet SET title = 'x' WHERE id = 'none'", "DELETE FROM quiet", "INSERT INTO quiet(id, title) VALUES ('q', 'same')"],
+        );
+        answers.extend(texts(db, "SELECT name || '=' || seq FROM sqlite_sequence"));
+        db.execute_batch("DELETE FROM ps_crud").unwrap();
+        answers.extend(run(db, &["UPDATE quiet SET title = 'same'"]));
+        answers.extend(texts(db, "SELECT name || '=' || seq FROM sqlite_sequence"));
+        answers
     });
 }
