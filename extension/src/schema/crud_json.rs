@@ -23,10 +23,10 @@ use rusqlite::types::ValueRef;
 
 use crate::error::{OpliteError, Result};
 
-/// Flag for `oplite_crud_put`: the key order of insert-only tables
+/// Flag for `oplite_put_entry`: the key order of insert-only tables
 /// (`op, type, id, data`).
 pub const PUT_INSERT_ONLY: i64 = 1;
-/// Flag for `oplite_crud_patch`: `old` holds the old values of changed
+/// Flag for `oplite_patch_entry`: `old` holds the old values of changed
 /// columns only (`include_old_only_when_changed`).
 pub const PATCH_OLD_WHEN_CHANGED: i64 = 1;
 
@@ -456,5 +456,16 @@ mod tests {
     fn delete_and_merge() {
         assert_eq!(delete_entry("t", t("1"), t("m"), Some("{}")).unwrap(), r#"{"op":"DELETE","id":"1","type":"t","old":{},"metadata":"m"}"#);
         assert_eq!(merge_objects(&[r#"{"a":1}"#, "{}", r#"{"b":null}"#]), r#"{"a":1,"b":null}"#);
+    }
+
+    #[test]
+    fn empty_patches_are_recognised() {
+        assert!(is_empty_patch(r#"{"op":"PATCH","id":"1","type":"t","data":{}}"#));
+        assert!(is_empty_patch(r#"{"data":{},"op":"PATCH"}"#));
+        assert!(!is_empty_patch(r#"{"op":"PATCH","id":"1","type":"t","data":{"a":1}}"#));
+        assert!(!is_empty_patch(r#"{"op":"PUT","id":"1","type":"t","data":{}}"#));
+        assert!(!is_empty_patch(r#"{"op":"PATCH","id":"1","type":"t"}"#));
+        assert!(!is_empty_patch("not json"));
+        assert!(!is_empty_patch(r#"{"op":"PATCH","data":[]}"#));
     }
 }
