@@ -17,6 +17,9 @@ command -v cargo >/dev/null || { echo "cargo is required (rustup's stable toolch
 command -v npm >/dev/null || { echo "npm is required to fetch the reference core"; exit 1; }
 cargo --version
 
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
 step "fetching the reference core"
 REFERENCE_CORE=$(bash scripts/reference-core.sh)
 export REFERENCE_CORE
@@ -28,10 +31,11 @@ export OPLITE_SO=$PWD/target/release/liboplite.so
 nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_powersync_init$'
 nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_oplite_init$'
 
+step "a clone with nothing beside it (scripts/check-standalone.sh)"
+bash scripts/check-standalone.sh 2>&1 | tee -a "$log"
+
 step "unit and integration tests"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-cargo test-ext 2>&1 | tee "$log"
+cargo test-ext 2>&1 | tee -a "$log"
 
 step "test-data, the loopback service and the CLI end to end"
 # Sync, local write + upload + confirmed write checkpoint, reconnect after a
