@@ -121,13 +121,15 @@ impl<'a> Gen<'a> {
         let mut sql = format!("INSERT INTO ps_crud(tx_id, data) SELECT oplite_crud_tx(), {entry}{filter};\n");
         if let Some(id) = row_id {
             // The gate is recorded for every write that queues an entry
-            // (the terms run left to right). No conflict clause: the app's
-            // `INSERT OR ROLLBACK INTO view` would override it (SQLite
-            // applies the outer statement's policy inside triggers), so a
-            // row already marked is skipped by the WHERE instead.
+            // (the terms run left to right). A row already marked is left
+            // alone by DO NOTHING, which the app's `INSERT OR ROLLBACK INTO
+            // view` cannot override as it would OR IGNORE (SQLite applies
+            // the outer statement's conflict policy inside triggers); a NOT
+            // EXISTS on ps_updated_rows instead would make SQLite copy the
+            // SELECT into a temporary table for every row.
             sql.push_str(&format!(
-                "INSERT INTO ps_updated_rows(row_type, row_id) SELECT {0}, {id} WHERE {condition}oplite_crud_local_write() \
-                 AND NOT EXISTS (SELECT 1 FROM ps_updated_rows WHERE row_type = {0} AND row_id = {id});\n",
+                "INSERT INTO ps_updated_rows(row_type, row_id) SELECT {}, {id} WHERE {condition}oplite_crud_local_write() \
+                 ON CONFLICT DO NOTHING;\n",
                 self.type_literal
             ));
         }
@@ -313,7 +315,7 @@ mod tests {
              SELECT CASE WHEN (NEW.id IS NULL) THEN RAISE (FAIL, 'id is required') WHEN (typeof(NEW.id) != 'text') THEN RAISE (FAIL, 'id should be text') END;\n\
              INSERT INTO \"ps_data__t\"(id, \"a\") VALUES (NEW.id, NEW.\"a\");\n\
              INSERT INTO ps_crud(tx_id, data) SELECT oplite_crud_tx(), oplite_put_entry('t', NEW.id, NULL, 0, 'a', NEW.\"a\");\n\
-             INSERT INTO ps_updated_rows(row_type, row_id) SELECT 't', NEW.id WHERE oplite_crud_local_write() AND NOT EXISTS (SELECT 1 FROM ps_updated_rows WHERE row_type = 't' AND row_id = NEW.id);\n\
+             INSERT INTO ps_updated_rows(row_type, row_id) SELECT 't', NEW.id WHERE oplite_crud_local_write() ON CONFLICT DO NOTHING;\n\
              INSERT INTO powersync_crud(op) SELECT NULL WHERE 0;\nEND"
         );
     }
@@ -330,7 +332,7 @@ mod tests {
         assert!(update.contains(r#"oplite_patch_entry('t', NEW.id, NEW._metadata, 1, NULL, '["b"]', 'a', OLD."a", NEW."a", 'b', OLD."b", NEW."b")"#), "{update}");
         assert!(update.contains(r#"WHERE (OLD."a" IS NOT NEW."a" OR typeof(OLD."a") != typeof(NEW."a")) OR"#), "{update}");
         // An update that changes nothing queues nothing and closes no gate.
-        assert!(update.contains(r#"OR typeof(OLD."b") != typeof(NEW."b"))) AND oplite_crud_local_write() AND NOT EXISTS"#), "{update}");
+        assert!(update.contains(r#"OR typeof(OLD."b") != typeof(NEW."b"))) AND oplite_crud_local_write() ON CONFLICT DO NOTHING;"#), "{update}");
         assert!(t[3].1.contains("oplite_delete_entry('t', OLD.id, NEW._metadata, json_object('b', OLD.\"b\"))"), "{}", t[3].1);
 
         let local = triggers(r#"{"name":"l","local_only":true,"columns":[{"name":"a","type":"text"}]}"#);
