@@ -465,6 +465,14 @@ fn oplite() -> Command {
     Command::new(env!("CARGO_BIN_EXE_oplite"))
 }
 
+/// Runs an `oplite` command that must succeed; its stdout.
+fn succeeds(command: &mut Command) -> String {
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
 #[test]
 fn the_binary_syncs_with_a_token_command_and_reports_a_summary() {
     let dir = scratch("binary");
@@ -509,6 +517,37 @@ fn the_binary_syncs_with_a_token_command_and_reports_a_summary() {
     assert_eq!(usage.status.code(), Some(2), "a missing token is a usage error");
 }
 
+/// The service's log of stream requests (`GET /dev/log`).
+fn stream_requests(service: &TestService) -> Vec<Value> {
+    let mut response = ureq::get(format!("{}/dev/log", service.url())).call().unwrap();
+    let log: Value = serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+    log["streams"].as_array().unwrap().clone()
+}
+
+#[test]
+fn the_binary_sends_parameters_as_an_object_the_service_accepts() {
+    let dir = scratch("binary-parameters");
+    let service = generated(StreamSpec::benchmark(100));
+    let sync = |db: &str, extra: &[&str]| {
+        let mut command = oplite();
+        command
+            .args(["sync", "--once", "--no-progress", "--timeout", "60", "--endpoint", &service.url(), "--token", "dev"])
+            .arg("--db")
+            .arg(dir.join(db))
+            .args(extra);
+        command
+    };
+    // Without --parameters: {} (the service refuses null with 400 PSYNC_S2001).
+    succeeds(&mut sync("none.db", &[]));
+    succeeds(&mut sync("given.db", &["--parameters", r#"{"team": "a"}"#]));
+    let parameters: Vec<Value> = stream_requests(&service).iter().map(|r| r["parameters"].clone()).collect();
+    assert_eq!(parameters, [json!({}), json!({"team": "a"})]);
+    assert_eq!(service.stats().invalid_requests, 0);
+    let not_object = sync("bad.db", &["--parameters", "[1]"]).output().unwrap();
+    assert_eq!(not_object.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&not_object.stderr).contains("not a JSON object"));
+}
+
 #[test]
 fn the_binary_keeps_syncing_until_interrupted_and_then_reports() {
     let dir = scratch("binary-sigint");
@@ -547,15 +586,13 @@ fn the_binary_keeps_syncing_until_interrupted_and_then_reports() {
 fn the_binary_passes_a_forced_strategy_to_the_engine_and_reports_it() {
     let dir = scratch("binary-strategy");
     let service = generated(StreamSpec::benchmark(1_000));
-    let output = oplite()
-        .args(["sync", "--once", "--no-progress", "--timeout", "60", "--strategy", "incremental"])
-        .args(["--endpoint", &service.url(), "--token", "dev"])
-        .arg("--db")
-        .arg(dir.join("app.db"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = succeeds(
+        oplite()
+            .args(["sync", "--once", "--no-progress", "--timeout", "60", "--strategy", "incremental"])
+            .args(["--endpoint", &service.url(), "--token", "dev"])
+            .arg("--db")
+            .arg(dir.join("app.db")),
+    );
     assert!(stdout.contains("strategy    incremental"), "{stdout}");
 }
 
@@ -563,14 +600,7 @@ fn the_binary_passes_a_forced_strategy_to_the_engine_and_reports_it() {
 fn the_demo_runs_small() {
     let dir = scratch("demo");
     let db = dir.join("demo.db");
-    let output = oplite()
-        .args(["demo", "--ops", "5000", "--no-progress"])
-        .arg("--db")
-        .arg(&db)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = succeeds(oplite().args(["demo", "--ops", "5000", "--no-progress"]).arg("--db").arg(&db));
     assert!(stdout.contains("5,000 downloaded into 10 buckets"), "{stdout}");
     assert!(stdout.contains("write checkpoint 1 confirmed"), "{stdout}");
     // Running it again replaces the database.
