@@ -603,8 +603,43 @@ fn the_demo_runs_small() {
     let stdout = succeeds(oplite().args(["demo", "--ops", "5000", "--no-progress"]).arg("--db").arg(&db));
     assert!(stdout.contains("5,000 downloaded into 10 buckets"), "{stdout}");
     assert!(stdout.contains("write checkpoint 1 confirmed"), "{stdout}");
+    // One of everything is in the singular.
+    assert!(stdout.contains("uploaded 2 entries") && stdout.contains("(server copy: 1 upload batch applied)"), "{stdout}");
     // Running it again replaces the database.
     let again = oplite().args(["demo", "--ops", "100", "--no-progress", "--no-round-trip"]).arg("--db").arg(&db).output().unwrap();
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stdout).contains("100 downloaded"));
+}
+
+#[test]
+fn the_wide_demo_shows_every_column_of_the_wide_rows() {
+    let dir = scratch("demo-wide");
+    let db = dir.join("wide.db");
+    succeeds(oplite().args(["demo", "--shape", "wide", "--ops", "200", "--no-progress", "--no-round-trip"]).arg("--db").arg(&db));
+    let spec = StreamSpec::wide(200);
+    let conn = Connection::open(&db).unwrap();
+    let mut stmt = conn.prepare(&format!("SELECT * FROM {ROW_TYPE} ORDER BY id")).unwrap();
+    let names: Vec<String> = stmt.column_names().map(|n| n.to_string()).collect();
+    let schema_columns = spec.schema()["tables"][0]["columns"].as_array().unwrap().len();
+    assert_eq!(schema_columns, 12);
+    assert_eq!(names.len(), 1 + schema_columns, "id and every column: {names:?}");
+    let expected: BTreeMap<String, Value> = spec.expected_rows().into_iter().collect();
+    let mut seen = 0;
+    let mut rows = stmt.query([]).unwrap();
+    while let Some(row) = rows.next().unwrap() {
+        let id: String = row.get(0).unwrap();
+        let want = &expected[&id];
+        for (i, name) in names.iter().enumerate().skip(1) {
+            let got: rusqlite::types::Value = row.get(i).unwrap();
+            let got = match got {
+                rusqlite::types::Value::Integer(n) => json!(n),
+                rusqlite::types::Value::Real(f) => json!(f),
+                rusqlite::types::Value::Text(t) => json!(t),
+                other => panic!("{id}.{name}: {other:?}"),
+            };
+            assert_eq!(&got, &want[name.as_str()], "{id}.{name}");
+        }
+        seen += 1;
+    }
+    assert_eq!(seen as u64, spec.row_count());
 }
