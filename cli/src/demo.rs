@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::engine::{Database, SchemaOutcome};
 use crate::local::{self, LocalWrite};
-use crate::progress::format_count;
+use crate::progress::count_of;
 use crate::sync::{self, StopWhen, SyncOptions};
 use crate::{Error, TokenSource};
 
@@ -81,18 +81,18 @@ pub fn run(options: &DemoOptions) -> Result<(), Error> {
     let service = TestService::start(ServiceOptions::new(Dataset::Generated(spec.clone())))
         .map_err(|e| Error::Http(format!("starting the loopback service: {e}")))?;
     println!(
-        "oplite demo: a loopback test service on {} serves {} ops ({} shape, {} buckets, {} lines of up to {} ops)",
+        "oplite demo: a loopback test service on {} serves {} ({} shape, {}, {} lines of up to {})",
         service.url(),
-        format_count(spec.ops),
+        count_of(spec.ops, "op", "ops"),
         options.shape,
-        spec.buckets,
+        count_of(spec.buckets, "bucket", "buckets"),
         if options.binary { "BSON" } else { "JSON" },
-        spec.ops_per_line
+        count_of(spec.ops_per_line as u64, "op", "ops")
     );
     remove_database(&options.db).map_err(|e| Error::Database(format!("{}: {e}", options.db.display())))?;
     let db = Database::open(&options.db)?;
-    let schema = json!({"tables": [{"name": oplite_test_data::stream::ROW_TYPE, "columns": [{"name": "n", "type": "integer"}]}]});
-    if db.replace_schema(&schema.to_string())? == SchemaOutcome::Unsupported {
+    // Every column of the shape's rows, so the view shows them all.
+    if db.replace_schema(&spec.schema().to_string())? == SchemaOutcome::Unsupported {
         println!("(this build has no powersync_replace_schema yet: synced rows are kept in ps_untyped)");
     }
 
@@ -134,13 +134,16 @@ pub fn run(options: &DemoOptions) -> Result<(), Error> {
             })
             .unwrap_or_else(|_| "(not found)".into());
         println!(
-            "  uploaded {} entries, write checkpoint {} confirmed in {:.0} ms ({} ops downloaded back)",
-            round.uploaded,
+            "  uploaded {}, write checkpoint {} confirmed in {:.0} ms ({} downloaded back)",
+            count_of(round.uploaded, "entry", "entries"),
             round.confirmed_write_checkpoint.map(|w| w.to_string()).unwrap_or_else(|| "?".into()),
             started.elapsed().as_secs_f64() * 1000.0,
-            round.ops
+            count_of(round.ops, "op", "ops")
         );
-        println!("  {edited} is now {edited_data} (server copy: {} upload batches applied)", stats.upload_batches);
+        println!(
+            "  {edited} is now {edited_data} (server copy: {} applied)",
+            count_of(stats.upload_batches, "upload batch", "upload batches")
+        );
     }
     if let Some(rss) = peak_rss_bytes() {
         println!(

@@ -61,46 +61,101 @@ impl std::error::Error for Error {}
 
 /// Prints a summary the way `oplite sync` and `oplite demo` end.
 pub fn print_summary(summary: &Summary, db_path: &std::path::Path) {
-    use progress::{format_bytes, format_count};
+    print!("{}", summary_text(summary, db_path));
+}
+
+/// The summary [`print_summary`] prints.
+pub fn summary_text(summary: &Summary, db_path: &std::path::Path) -> String {
+    use progress::{count_of, format_bytes, format_count};
+    use std::fmt::Write;
+    let mut out = String::new();
     let rate = if summary.seconds > 0.0 { summary.ops as f64 / summary.seconds } else { 0.0 };
-    println!("synced into {}", db_path.display());
-    println!("  ops         {} downloaded into {} buckets", format_count(summary.ops), summary.buckets);
+    let _ = writeln!(out, "synced into {}", db_path.display());
+    let _ = writeln!(
+        out,
+        "  ops         {} downloaded into {}",
+        format_count(summary.ops),
+        count_of(summary.buckets.max(0) as u64, "bucket", "buckets")
+    );
     let tables: Vec<String> =
         summary.rows.iter().map(|(t, n)| format!("{t}: {}", format_count(*n as u64))).collect();
-    println!(
+    let _ = writeln!(
+        out,
         "  rows        {}{}",
         format_count(summary.total_rows().max(0) as u64),
         if tables.is_empty() { String::new() } else { format!(" ({})", tables.join(", ")) }
     );
-    println!(
-        "  bytes       {} in {} {} lines",
+    let kind = if summary.binary { "BSON" } else { "JSON" };
+    let _ = writeln!(
+        out,
+        "  bytes       {} in {}",
         format_bytes(summary.bytes),
-        format_count(summary.lines),
-        if summary.binary { "BSON" } else { "JSON" }
+        count_of(summary.lines, &format!("{kind} line"), &format!("{kind} lines"))
     );
     match summary.first_sync_seconds {
-        Some(first) => println!(
-            "  seconds     {:.2} ({:.2} from the first line to the applied checkpoint; {} ops/s)",
-            summary.seconds,
-            first,
-            format_count(rate as u64)
-        ),
-        None => println!("  seconds     {:.2}", summary.seconds),
+        Some(first) => {
+            let _ = writeln!(
+                out,
+                "  seconds     {:.2} ({:.2} from the first line to the applied checkpoint; {}/s)",
+                summary.seconds,
+                first,
+                count_of(rate as u64, "op", "ops")
+            );
+        }
+        None => {
+            let _ = writeln!(out, "  seconds     {:.2}", summary.seconds);
+        }
     }
     if let Some(strategy) = &summary.strategy {
-        println!("  strategy    {strategy}");
+        let _ = writeln!(out, "  strategy    {strategy}");
     }
     if summary.uploaded > 0 || summary.confirmed_write_checkpoint.is_some() {
-        println!(
-            "  uploads     {} entries{}",
-            format_count(summary.uploaded),
+        let _ = writeln!(
+            out,
+            "  uploads     {}{}",
+            count_of(summary.uploaded, "entry", "entries"),
             summary.confirmed_write_checkpoint.map(|w| format!(", write checkpoint {w} confirmed")).unwrap_or_default()
         );
     }
     if summary.connections > 1 || summary.failed_connections > 0 || summary.credential_refreshes > 0 {
-        println!(
-            "  connections {} ({} failed), {} credential refreshes",
-            summary.connections, summary.failed_connections, summary.credential_refreshes
+        let _ = writeln!(
+            out,
+            "  connections {} ({} failed), {}",
+            summary.connections,
+            summary.failed_connections,
+            count_of(summary.credential_refreshes, "credential refresh", "credential refreshes")
         );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_uses_the_singular_for_one() {
+        let one = Summary {
+            ops: 1,
+            buckets: 1,
+            lines: 1,
+            uploaded: 1,
+            connections: 2,
+            failed_connections: 1,
+            credential_refreshes: 1,
+            seconds: 1.0,
+            first_sync_seconds: Some(0.5),
+            confirmed_write_checkpoint: Some(3),
+            ..Summary::default()
+        };
+        let text = summary_text(&one, std::path::Path::new("a.db"));
+        for expected in ["1 downloaded into 1 bucket\n", "in 1 JSON line\n", "; 1 op/s)", "uploads     1 entry,", "1 credential refresh\n"] {
+            assert!(text.contains(expected), "{expected:?} in\n{text}");
+        }
+        let many = Summary { ops: 2, buckets: 3, lines: 4, uploaded: 5, credential_refreshes: 2, binary: true, ..one };
+        let text = summary_text(&many, std::path::Path::new("a.db"));
+        for expected in ["2 downloaded into 3 buckets\n", "in 4 BSON lines\n", "; 2 ops/s)", "uploads     5 entries,", "2 credential refreshes\n"] {
+            assert!(text.contains(expected), "{expected:?} in\n{text}");
+        }
     }
 }

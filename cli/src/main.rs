@@ -55,7 +55,7 @@ struct SyncArgs {
     /// Ask for BSON lines instead of JSON.
     #[arg(long)]
     bson: bool,
-    /// Sync parameters (a JSON object).
+    /// Sync parameters (a JSON object; default {}).
     #[arg(long)]
     parameters: Option<String>,
     /// Exit after the first complete sync with nothing left to upload
@@ -143,8 +143,11 @@ fn sync(args: SyncArgs) -> Result<(), Error> {
         _ => return Err(Error::Usage("give --token or --token-command".into())),
     };
     let parameters = match &args.parameters {
-        Some(text) => Some(serde_json::from_str(text).map_err(|e| Error::Usage(format!("--parameters: {e}")))?),
-        None => None,
+        Some(text) => match serde_json::from_str(text).map_err(|e| Error::Usage(format!("--parameters: {e}")))? {
+            serde_json::Value::Object(object) => object,
+            _ => return Err(Error::Usage("--parameters: not a JSON object".into())),
+        },
+        None => serde_json::Map::new(),
     };
     let db = Database::open(&args.db)?;
     if let Some(path) = &args.schema {

@@ -3,9 +3,12 @@
 //! The engine reports download progress per priority
 //! (`downloading.buckets.prio_N.{since_last, target_count}`); the bar shows
 //! their sums. Bytes come from the host, which sees the lines. On a
-//! terminal this is an indicatif bar on stderr; elsewhere nothing is drawn.
+//! terminal this is an indicatif bar on stderr; when stderr is not a
+//! terminal (a file, a CI log) it is a plain line every [`PLAIN_EVERY`]
+//! instead.
 
-use std::time::Duration;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
@@ -75,16 +78,76 @@ pub fn format_count(n: u64) -> String {
     out
 }
 
+/// `n` and the noun, singular for one: `1 bucket`, `1,000 buckets`.
+pub fn count_of(n: u64, singular: &str, plural: &str) -> String {
+    format!("{} {}", format_count(n), if n == 1 { singular } else { plural })
+}
+
+/// Time between plain progress lines when stderr is not a terminal.
+pub const PLAIN_EVERY: Duration = Duration::from_secs(3);
+
+/// What a plain progress line shows: the phase, ops (of how many, and
+/// the percentage when the total is known), the rate since the start and
+/// the bytes received.
+pub fn plain_line(phase: &str, downloaded: u64, total: u64, bytes: u64, elapsed: Duration) -> String {
+    let seconds = elapsed.as_secs_f64();
+    let rate = if seconds > 0.0 { (downloaded as f64 / seconds) as u64 } else { 0 };
+    let (of, percent) = if total > 0 {
+        (format!(" / {}", format_count(total)), format!(" ({}%)", downloaded.min(total) * 100 / total))
+    } else {
+        (String::new(), String::new())
+    };
+    format!(
+        "oplite: {phase}: {}{of} ops{percent}, {}/s, {} received, {:.0} s",
+        format_count(downloaded),
+        count_of(rate, "op", "ops"),
+        format_bytes(bytes),
+        seconds
+    )
+}
+
+/// When the next plain line is due.
+#[derive(Debug)]
+struct PlainTimer {
+    started: Instant,
+    next: Instant,
+}
+
+impl PlainTimer {
+    fn new(now: Instant) -> Self {
+        PlainTimer { started: now, next: now + PLAIN_EVERY }
+    }
+
+    /// Whether a line is due at `now`; if so, the next one is due a period
+    /// later.
+    fn due(&mut self, now: Instant) -> bool {
+        if now < self.next {
+            return false;
+        }
+        self.next = now + PLAIN_EVERY;
+        true
+    }
+}
+
 /// The progress display of a sync run.
 pub struct Progress {
     bar: ProgressBar,
     last: StatusSummary,
+    /// Plain lines instead of the bar (stderr is not a terminal).
+    plain: Option<PlainTimer>,
+    phase: &'static str,
+    bytes: u64,
 }
 
 impl Progress {
-    /// A bar on stderr when `visible` (and stderr is a terminal).
+    /// A bar on stderr when `visible` and stderr is a terminal; plain lines
+    /// when `visible` and it is not; nothing otherwise.
     pub fn new(visible: bool) -> Self {
-        let target = if visible { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
+        Self::with_terminal(visible, std::io::stderr().is_terminal())
+    }
+
+    fn with_terminal(visible: bool, terminal: bool) -> Self {
+        let target = if visible && terminal { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
         let bar = ProgressBar::with_draw_target(Some(0), target);
         bar.set_style(
             ProgressStyle::with_template(
@@ -94,8 +157,16 @@ impl Progress {
             .progress_chars("=> "),
         );
         bar.set_prefix("connecting");
-        bar.enable_steady_tick(Duration::from_millis(120));
-        Progress { bar, last: StatusSummary::default() }
+        if visible && terminal {
+            bar.enable_steady_tick(Duration::from_millis(120));
+        }
+        let plain = (visible && !terminal).then(|| PlainTimer::new(Instant::now()));
+        Progress { bar, last: StatusSummary::default(), plain, phase: "connecting", bytes: 0 }
+    }
+
+    fn set_phase(&mut self, phase: &'static str) {
+        self.phase = phase;
+        self.bar.set_prefix(phase);
     }
 
     /// Shows a new status.
@@ -104,25 +175,36 @@ impl Progress {
         if summary.downloading {
             // Everything is here: the engine is validating and applying.
             let complete = summary.total > 0 && summary.downloaded >= summary.total;
-            self.bar.set_prefix(if complete { "applying" } else { "downloading" });
+            self.set_phase(if complete { "applying" } else { "downloading" });
             self.bar.set_length(summary.total.max(summary.downloaded));
             self.bar.set_position(summary.downloaded);
         } else if summary.connected {
-            self.bar.set_prefix(if summary.has_synced { "synced" } else { "connected" });
+            self.set_phase(if summary.has_synced { "synced" } else { "connected" });
             if self.last.downloading {
                 // The checkpoint was applied: the bar is complete.
                 let len = self.bar.length().unwrap_or(0);
                 self.bar.set_position(len);
             }
         } else {
-            self.bar.set_prefix("connecting");
+            self.set_phase("connecting");
         }
         self.last = summary;
+        self.maybe_plain_line();
     }
 
     /// Shows the bytes received so far.
-    pub fn bytes(&self, bytes: u64) {
+    pub fn bytes(&mut self, bytes: u64) {
+        self.bytes = bytes;
         self.bar.set_message(format_bytes(bytes));
+        self.maybe_plain_line();
+    }
+
+    fn maybe_plain_line(&mut self) {
+        let Some(timer) = &mut self.plain else { return };
+        if timer.due(Instant::now()) {
+            let (downloaded, total) = (self.bar.position(), self.bar.length().unwrap_or(0));
+            eprintln!("{}", plain_line(self.phase, downloaded, total, self.bytes, timer.started.elapsed()));
+        }
     }
 
     /// Shows a one-off event (reconnect, upload) above the bar, or on
@@ -156,6 +238,42 @@ mod tests {
         let synced = json!({"connected": true, "priority_status": [{"priority": 2147483647, "last_synced_at": 1, "has_synced": true}], "downloading": null});
         let s = StatusSummary::from_status(&synced);
         assert_eq!((s.downloading, s.has_synced), (false, true));
+    }
+
+    #[test]
+    fn counts_take_the_singular_for_one() {
+        assert_eq!(count_of(1, "bucket", "buckets"), "1 bucket");
+        assert_eq!(count_of(0, "bucket", "buckets"), "0 buckets");
+        assert_eq!(count_of(1_000, "entry", "entries"), "1,000 entries");
+    }
+
+    #[test]
+    fn plain_lines_show_ops_percent_rate_and_bytes() {
+        assert_eq!(
+            plain_line("downloading", 250_000, 1_000_000, 3 << 20, Duration::from_secs(2)),
+            "oplite: downloading: 250,000 / 1,000,000 ops (25%), 125,000 ops/s, 3.0 MiB received, 2 s"
+        );
+        // No total yet, no time yet.
+        assert_eq!(plain_line("connecting", 0, 0, 0, Duration::ZERO), "oplite: connecting: 0 ops, 0 ops/s, 0 B received, 0 s");
+        assert_eq!(plain_line("applying", 10, 10, 100, Duration::from_secs(10)), "oplite: applying: 10 / 10 ops (100%), 1 op/s, 100 B received, 10 s");
+    }
+
+    #[test]
+    fn plain_lines_come_every_period_not_on_every_update() {
+        let start = Instant::now();
+        let mut timer = PlainTimer::new(start);
+        assert!(!timer.due(start));
+        assert!(!timer.due(start + PLAIN_EVERY - Duration::from_millis(1)));
+        assert!(timer.due(start + PLAIN_EVERY));
+        assert!(!timer.due(start + PLAIN_EVERY + Duration::from_millis(10)));
+        assert!(timer.due(start + 2 * PLAIN_EVERY + Duration::from_millis(10)));
+    }
+
+    #[test]
+    fn plain_lines_only_when_stderr_is_not_a_terminal() {
+        assert!(Progress::with_terminal(true, false).plain.is_some());
+        assert!(Progress::with_terminal(true, true).plain.is_none());
+        assert!(Progress::with_terminal(false, false).plain.is_none());
     }
 
     #[test]

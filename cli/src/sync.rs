@@ -84,8 +84,10 @@ pub struct SyncOptions {
     pub upload_url: Option<String>,
     /// Ask for BSON lines instead of JSON.
     pub binary: bool,
-    /// Sync parameters (the `parameters` of the stream request).
-    pub parameters: Option<Value>,
+    /// Sync parameters: the `parameters` object of the stream request,
+    /// `{}` when there are none (as the SDKs send; the service refuses
+    /// `null`).
+    pub parameters: serde_json::Map<String, Value>,
     /// When to stop.
     pub stop_when: StopWhen,
     /// Give up after this long (None: no limit).
@@ -112,7 +114,7 @@ impl SyncOptions {
             credentials,
             upload_url: None,
             binary: false,
-            parameters: None,
+            parameters: serde_json::Map::new(),
             stop_when: StopWhen::Cancelled,
             timeout: None,
             cancel: Arc::new(AtomicBool::new(false)),
@@ -366,7 +368,7 @@ impl<'a> Session<'a> {
     /// One connection: start, stream, lines until the stream closes.
     fn connect_once(&mut self) -> Result<Reconnect, Error> {
         let payload = json!({
-            "parameters": self.options.parameters.clone().unwrap_or(Value::Null),
+            "parameters": self.options.parameters,
             "include_defaults": true,
         })
         .to_string();

@@ -465,6 +465,14 @@ fn oplite() -> Command {
     Command::new(env!("CARGO_BIN_EXE_oplite"))
 }
 
+/// Runs an `oplite` command that must succeed; its stdout.
+fn succeeds(command: &mut Command) -> String {
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
 #[test]
 fn the_binary_syncs_with_a_token_command_and_reports_a_summary() {
     let dir = scratch("binary");
@@ -509,6 +517,37 @@ fn the_binary_syncs_with_a_token_command_and_reports_a_summary() {
     assert_eq!(usage.status.code(), Some(2), "a missing token is a usage error");
 }
 
+/// The service's log of stream requests (`GET /dev/log`).
+fn stream_requests(service: &TestService) -> Vec<Value> {
+    let mut response = ureq::get(format!("{}/dev/log", service.url())).call().unwrap();
+    let log: Value = serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+    log["streams"].as_array().unwrap().clone()
+}
+
+#[test]
+fn the_binary_sends_parameters_as_an_object_the_service_accepts() {
+    let dir = scratch("binary-parameters");
+    let service = generated(StreamSpec::benchmark(100));
+    let sync = |db: &str, extra: &[&str]| {
+        let mut command = oplite();
+        command
+            .args(["sync", "--once", "--no-progress", "--timeout", "60", "--endpoint", &service.url(), "--token", "dev"])
+            .arg("--db")
+            .arg(dir.join(db))
+            .args(extra);
+        command
+    };
+    // Without --parameters: {} (the service refuses null with 400 PSYNC_S2001).
+    succeeds(&mut sync("none.db", &[]));
+    succeeds(&mut sync("given.db", &["--parameters", r#"{"team": "a"}"#]));
+    let parameters: Vec<Value> = stream_requests(&service).iter().map(|r| r["parameters"].clone()).collect();
+    assert_eq!(parameters, [json!({}), json!({"team": "a"})]);
+    assert_eq!(service.stats().invalid_requests, 0);
+    let not_object = sync("bad.db", &["--parameters", "[1]"]).output().unwrap();
+    assert_eq!(not_object.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&not_object.stderr).contains("not a JSON object"));
+}
+
 #[test]
 fn the_binary_keeps_syncing_until_interrupted_and_then_reports() {
     let dir = scratch("binary-sigint");
@@ -547,15 +586,13 @@ fn the_binary_keeps_syncing_until_interrupted_and_then_reports() {
 fn the_binary_passes_a_forced_strategy_to_the_engine_and_reports_it() {
     let dir = scratch("binary-strategy");
     let service = generated(StreamSpec::benchmark(1_000));
-    let output = oplite()
-        .args(["sync", "--once", "--no-progress", "--timeout", "60", "--strategy", "incremental"])
-        .args(["--endpoint", &service.url(), "--token", "dev"])
-        .arg("--db")
-        .arg(dir.join("app.db"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = succeeds(
+        oplite()
+            .args(["sync", "--once", "--no-progress", "--timeout", "60", "--strategy", "incremental"])
+            .args(["--endpoint", &service.url(), "--token", "dev"])
+            .arg("--db")
+            .arg(dir.join("app.db")),
+    );
     assert!(stdout.contains("strategy    incremental"), "{stdout}");
 }
 
@@ -563,18 +600,46 @@ fn the_binary_passes_a_forced_strategy_to_the_engine_and_reports_it() {
 fn the_demo_runs_small() {
     let dir = scratch("demo");
     let db = dir.join("demo.db");
-    let output = oplite()
-        .args(["demo", "--ops", "5000", "--no-progress"])
-        .arg("--db")
-        .arg(&db)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = succeeds(oplite().args(["demo", "--ops", "5000", "--no-progress"]).arg("--db").arg(&db));
     assert!(stdout.contains("5,000 downloaded into 10 buckets"), "{stdout}");
     assert!(stdout.contains("write checkpoint 1 confirmed"), "{stdout}");
+    // One of everything is in the singular.
+    assert!(stdout.contains("uploaded 2 entries") && stdout.contains("(server copy: 1 upload batch applied)"), "{stdout}");
     // Running it again replaces the database.
     let again = oplite().args(["demo", "--ops", "100", "--no-progress", "--no-round-trip"]).arg("--db").arg(&db).output().unwrap();
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stdout).contains("100 downloaded"));
+}
+
+#[test]
+fn the_wide_demo_shows_every_column_of_the_wide_rows() {
+    let dir = scratch("demo-wide");
+    let db = dir.join("wide.db");
+    succeeds(oplite().args(["demo", "--shape", "wide", "--ops", "200", "--no-progress", "--no-round-trip"]).arg("--db").arg(&db));
+    let spec = StreamSpec::wide(200);
+    let conn = Connection::open(&db).unwrap();
+    let mut stmt = conn.prepare(&format!("SELECT * FROM {ROW_TYPE} ORDER BY id")).unwrap();
+    let names: Vec<String> = stmt.column_names().map(|n| n.to_string()).collect();
+    let schema_columns = spec.schema()["tables"][0]["columns"].as_array().unwrap().len();
+    assert_eq!(schema_columns, 12);
+    assert_eq!(names.len(), 1 + schema_columns, "id and every column: {names:?}");
+    let expected: BTreeMap<String, Value> = spec.expected_rows().into_iter().collect();
+    let mut seen = 0;
+    let mut rows = stmt.query([]).unwrap();
+    while let Some(row) = rows.next().unwrap() {
+        let id: String = row.get(0).unwrap();
+        let want = &expected[&id];
+        for (i, name) in names.iter().enumerate().skip(1) {
+            let got: rusqlite::types::Value = row.get(i).unwrap();
+            let got = match got {
+                rusqlite::types::Value::Integer(n) => json!(n),
+                rusqlite::types::Value::Real(f) => json!(f),
+                rusqlite::types::Value::Text(t) => json!(t),
+                other => panic!("{id}.{name}: {other:?}"),
+            };
+            assert_eq!(&got, &want[name.as_str()], "{id}.{name}");
+        }
+        seen += 1;
+    }
+    assert_eq!(seen as u64, spec.row_count());
 }

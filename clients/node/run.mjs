@@ -100,6 +100,8 @@ expect('4 upload batches of 14 entries', a.serviceStats.upload_batches === 4 && 
 expect(`one dropped stream, resumed from where it broke off (${a.serviceStats.dropped_streams} dropped; stream requests ${JSON.stringify(a.serviceStreams)})`, a.serviceStats.dropped_streams === 1 &&
   a.serviceStreams.length === 3 && a.serviceStreams[1].buckets.some((bucket) => Number(bucket.after) > 0));
 expect('fetchCredentials twice (connect, expired token)', a.credentialFetches === 2);
+expect(`no request refused by the service's validation (bundled ${bundled.serviceStats.invalid_requests}, oplite ${oplite.serviceStats.invalid_requests})`,
+  bundled.serviceStats.invalid_requests === 0 && oplite.serviceStats.invalid_requests === 0);
 expect('download progress up to every row', a.progress.maxTotal === rows);
 expect('the bundled core in the first run and oplite in the second', !bundled.coreIsOplite && oplite.coreIsOplite);
 const seen = (f) => a.transitions.some(f);

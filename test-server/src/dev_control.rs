@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `POST /dev/drop-next-stream?after=N` | as [`TestService::drop_next_stream_after`](super::TestService::drop_next_stream_after) |
 //! | `POST /dev/expire-token?token=T` | as [`TestService::expire_token`](super::TestService::expire_token) |
-//! | `GET /dev/log` | `{"uploads": [batch, ...], "streams": [{"buckets": [...]}, ...], "stats": {...}}`: every upload batch as received, the `buckets` (name, `after`) of every sync stream request, and the counters |
+//! | `GET /dev/log` | `{"uploads": [batch, ...], "streams": [{"buckets": [...], "parameters": {...}}, ...], "stats": {...}}`: every upload batch as received, the `buckets` (name, `after`) and `parameters` of every sync stream request, and the counters |
 //!
 //! Like `/dev/token` they need no token: the service binds to loopback
 //! only and is test support, not a production server.
@@ -32,9 +32,7 @@ pub(super) fn handle(shared: &Shared, request: tiny_http::Request) -> Option<tin
         }
         (tiny_http::Method::Post, "/dev/expire-token") => match query_param(&url, "token") {
             Some(token) => {
-                let mut state = shared.lock();
-                state.tokens.insert(token.clone(), Some(std::time::Instant::now()));
-                shared.bump(state);
+                super::expire_token(shared, &token);
                 json_response(200, &json!({"expired": token}))
             }
             None => json_response(400, &error_body(400, "PSYNC_R0001", "token=T is required")),
@@ -46,6 +44,7 @@ pub(super) fn handle(shared: &Shared, request: tiny_http::Request) -> Option<tin
                 "streams": s.streams,
                 "dropped_streams": s.dropped_streams,
                 "unauthorized": s.unauthorized,
+                "invalid_requests": s.invalid_requests,
                 "upload_batches": s.upload_batches,
                 "uploaded_ops": s.uploaded_ops,
                 "write_checkpoints": s.write_checkpoints,
@@ -60,9 +59,10 @@ pub(super) fn handle(shared: &Shared, request: tiny_http::Request) -> Option<tin
     None
 }
 
-/// What `/dev/log` keeps of a sync stream request: its bucket positions.
+/// What `/dev/log` keeps of a sync stream request: its bucket positions
+/// and its parameters.
 pub(super) fn stream_entry(request: &Value) -> Value {
-    json!({"buckets": request["buckets"].clone()})
+    json!({"buckets": request["buckets"].clone(), "parameters": request["parameters"].clone()})
 }
 
 #[cfg(test)]

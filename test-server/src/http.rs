@@ -1,26 +1,18 @@
-//! The HTTP side: routing a request, checking its token, and the small
-//! helpers for query strings and JSON answers.
+//! The HTTP side: routing a request, validating it and checking its token
+//! (in the service's order), and the small helpers for query strings and
+//! JSON answers.
 
 use super::*;
+use crate::validate::ServiceError;
 
-pub(crate) fn issue_token(shared: &Shared, ttl: Duration) -> String {
+pub(crate) fn expire_token(shared: &Shared, token: &str) {
     let mut state = shared.lock();
-    let n = state.next_token;
-    state.next_token += 1;
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
-    let token = format!("tok{n}-{nanos:08x}");
-    state.tokens.insert(token.clone(), Some(Instant::now() + ttl));
-    token
+    state.expire_token(token);
+    shared.bump(state);
 }
 
 pub(crate) fn header<'a>(request: &'a tiny_http::Request, name: &str) -> Option<&'a str> {
     request.headers().iter().find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name)).map(|h| h.value.as_str())
-}
-
-pub(crate) fn bearer(request: &tiny_http::Request) -> Option<String> {
-    let value = header(request, "Authorization")?.trim();
-    let token = value.strip_prefix("Token ").or_else(|| value.strip_prefix("Bearer "))?;
-    Some(token.trim().to_owned())
 }
 
 pub(crate) fn query_param(url: &str, name: &str) -> Option<String> {
@@ -65,6 +57,24 @@ pub(crate) fn error_body(status: u16, code: &str, description: &str) -> Value {
     json!({"error": {"code": code, "status": status, "description": description}})
 }
 
+/// The endpoints of the service (and the test service's upload stand-in).
+enum Route {
+    SyncStream,
+    WriteCheckpoint,
+    Upload,
+}
+
+fn refuse(shared: &Shared, request: tiny_http::Request, error: ServiceError) {
+    {
+        let mut state = shared.lock();
+        match error.status {
+            401 => state.stats.unauthorized += 1,
+            _ => state.stats.invalid_requests += 1,
+        }
+    }
+    let _ = request.respond(json_response(error.status, &error.body()));
+}
+
 pub(crate) fn handle(shared: &Shared, mut request: tiny_http::Request) {
     let url = request.url().to_owned();
     let path = url.split('?').next().unwrap_or("").to_owned();
@@ -78,7 +88,7 @@ pub(crate) fn handle(shared: &Shared, mut request: tiny_http::Request) {
         }
         (tiny_http::Method::Get, "/dev/token") => {
             let ttl = query_param(&url, "ttl").and_then(|t| t.parse().ok()).unwrap_or(3600);
-            let token = issue_token(shared, Duration::from_secs(ttl));
+            let token = shared.lock().keys.issue(ttl);
             let _ = request.respond(tiny_http::Response::from_string(token));
             return;
         }
@@ -89,17 +99,18 @@ pub(crate) fn handle(shared: &Shared, mut request: tiny_http::Request) {
         _ => {}
     }
 
-    let token = bearer(&request);
-    let left = {
-        let state = shared.lock();
-        token.as_deref().map(|t| state.token_left(t)).unwrap_or(Err(()))
+    let route = match (&method, path.as_str()) {
+        (tiny_http::Method::Post, "/sync/stream") => Route::SyncStream,
+        (tiny_http::Method::Get, "/write-checkpoint2.json") => Route::WriteCheckpoint,
+        (tiny_http::Method::Post, "/upload") => Route::Upload,
+        _ => {
+            let description = format!("The path \"{path}\" does not exist on this server");
+            let body = json!({"error": {"name": "RouteNotFound", "code": "PSYNC_S2002", "status": 404,
+                "description": "The path does not exist on this server", "details": description}});
+            let _ = request.respond(json_response(404, &body));
+            return;
+        }
     };
-    let Ok(left) = left else {
-        shared.lock().stats.unauthorized += 1;
-        let _ = request.respond(json_response(401, &error_body(401, "PSYNC_S2101", "Authorization failed: token missing, unknown or expired")));
-        return;
-    };
-    let token = token.unwrap_or_default();
 
     let mut body = String::new();
     if request.as_reader().read_to_string(&mut body).is_err() {
@@ -107,24 +118,38 @@ pub(crate) fn handle(shared: &Shared, mut request: tiny_http::Request) {
         return;
     }
 
-    match (&method, path.as_str()) {
-        (tiny_http::Method::Post, "/sync/stream") => {
-            let parsed: Value = match serde_json::from_str(&body) {
-                Ok(v) => v,
-                Err(e) => {
-                    let _ = request.respond(json_response(400, &error_body(400, "PSYNC_R0001", &format!("request body: {e}"))));
-                    return;
-                }
-            };
+    // As the service: the request is validated first, then its token.
+    let params = match route {
+        Route::SyncStream => validate::sync_stream_request(&url, header(&request, "Content-Type"), &body),
+        Route::WriteCheckpoint => validate::write_checkpoint_request(&url),
+        Route::Upload => Ok(Value::Null),
+    };
+    let params = match params {
+        Ok(params) => params,
+        Err(error) => return refuse(shared, request, error),
+    };
+    let token = match auth::token_from_header(header(&request, "Authorization")) {
+        Ok(token) => token.to_owned(),
+        Err(error) => return refuse(shared, request, error.into()),
+    };
+    let verified = shared.lock().keys.verify(&token);
+    if let Err(error) = verified {
+        return refuse(shared, request, error.into());
+    }
+
+    match route {
+        Route::SyncStream => {
+            // Ok(0) for a token past its exp but within the clock tolerance:
+            // the stream says so at once and ends.
+            let left = shared.lock().token_left(&token).unwrap_or(Some(0));
             let encoding = Encoding::from_accept(header(&request, "Accept"));
             let writer = request.into_writer();
-            let _ = stream(shared, writer, &parsed, encoding, &token, left);
+            let _ = stream(shared, writer, &params, encoding, &token, left);
         }
-        (tiny_http::Method::Get, "/write-checkpoint2.json") => {
-            let Some(client_id) = query_param(&url, "client_id") else {
-                let _ = request.respond(json_response(400, &error_body(400, "PSYNC_R0001", "client_id is required")));
-                return;
-            };
+        Route::WriteCheckpoint => {
+            // The service keys write checkpoints by user and client id; an
+            // absent client id is allowed.
+            let client_id = params["client_id"].as_str().unwrap_or_default().to_owned();
             let mut state = shared.lock();
             state.last_write_checkpoint += 1;
             let wc = state.last_write_checkpoint;
@@ -133,7 +158,7 @@ pub(crate) fn handle(shared: &Shared, mut request: tiny_http::Request) {
             shared.bump(state);
             let _ = request.respond(json_response(200, &json!({"data": {"write_checkpoint": wc.to_string()}})));
         }
-        (tiny_http::Method::Post, "/upload") => {
+        Route::Upload => {
             let parsed: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
             let Some(batch) = parsed["batch"].as_array() else {
                 let _ = request.respond(json_response(400, &error_body(400, "PSYNC_R0001", "expected {\"batch\": [...]}")));
@@ -156,9 +181,6 @@ pub(crate) fn handle(shared: &Shared, mut request: tiny_http::Request) {
             state.upload_log.push(parsed.clone());
             shared.bump(state);
             let _ = request.respond(json_response(200, &json!({"applied": applied})));
-        }
-        _ => {
-            let _ = request.respond(json_response(404, &error_body(404, "PSYNC_R0404", "no such endpoint")));
         }
     }
 }

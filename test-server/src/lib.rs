@@ -12,13 +12,19 @@
 //! | `POST /sync/stream` (body: the core's `EstablishSyncStream.request`) | the sync stream: newline-delimited JSON, or BSON documents back to back when the `Accept` header names `application/vnd.powersync.bson-stream`; chunked, kept open with `{"token_expires_in": N}` keep-alive lines |
 //! | `GET /write-checkpoint2.json?client_id=C` | `{"data":{"write_checkpoint":"N"}}`; the next checkpoint sent to client C carries `write_checkpoint: N` |
 //! | `POST /upload` (body `{"batch": [ps_crud entries]}`) | applies the batch to the service's buckets; stands in for the app's backend, which the PowerSync service does not include |
-//! | `GET /dev/token?ttl=SECONDS` | a new token (plain text), valid for `ttl` seconds (default 3600) |
+//! | `GET /dev/token?ttl=SECONDS` | a new token (plain text): a JWT the service signed, valid for `ttl` seconds (default 3600) |
 //! | `GET /probes/liveness` | `200 ok` |
 //! | `POST /dev/drop-next-stream`, `POST /dev/expire-token`, `GET /dev/log` | faults and a log of uploads and stream requests, for tests in another process (`dev_control`) |
 //!
-//! Every request but `/dev/token`, `/probes/liveness` and the `/dev/` endpoints needs `Authorization: Token T` or
-//! `Authorization: Bearer T` with a token the service knows and that has not
-//! expired; otherwise it is answered with 401.
+//! `POST /sync/stream` and `GET /write-checkpoint2.json` are validated as
+//! the PowerSync service validates them ([`validate`]: 400 `PSYNC_S2001`,
+//! or Fastify's body errors), then their token is checked as the service
+//! checks it ([`auth`]: 401 with `PSYNC_S2101`, `S2103`, `S2104`, `S2105` or
+//! `S2106`). Errors have the service's shape:
+//! `{"error": {"name", "code", "status", "description", "details"?}}`.
+//! `POST /upload` needs a valid token too. `/dev/token`,
+//! `/probes/liveness` and the `/dev/` endpoints need none. Unknown paths
+//! are 404 `PSYNC_S2002`.
 //!
 //! # Data
 //!
@@ -35,10 +41,10 @@
 //! number of lines: the body breaks off mid-stream (an invalid chunk, so
 //! the client's read fails as on a reset connection). [`TestService::expire_token`] makes open
 //! streams of that token send `{"token_expires_in": 0}` and close, and new
-//! requests with it get 401. [`TestService::corrupt_next_stream_after`]
+//! requests with it get 401 `PSYNC_S2103`. [`TestService::corrupt_next_stream_after`]
 //! slips an invalid line into the next stream.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,11 +57,13 @@ use oplite_test_data::server::{ServerBucket, ServerOp};
 use oplite_test_data::StreamSpec;
 use serde_json::{json, Value};
 
+pub mod auth;
 mod dev_control;
 mod http;
 mod state;
 mod stream;
 pub mod two_tables;
+pub mod validate;
 
 use http::*;
 use state::*;
@@ -86,8 +94,15 @@ impl Dataset {
 pub struct ServiceOptions {
     /// The data.
     pub dataset: Dataset,
-    /// Tokens accepted forever (default: `dev`).
+    /// Tokens accepted forever (default: `dev`); a convenience the
+    /// PowerSync service does not have.
     pub static_tokens: Vec<String>,
+    /// The `aud` values a token may have (default: [`auth::AUDIENCE`], the
+    /// audience of the tokens the service issues).
+    pub audiences: Vec<String>,
+    /// The longest `exp - iat` of a token (the service's
+    /// `token_max_expiration`, default a day).
+    pub max_token_lifetime: Duration,
     /// Time between keep-alive lines on an idle stream.
     pub keepalive: Duration,
     /// Ops per data line for explicit buckets and uploads (a generated
@@ -103,6 +118,8 @@ impl ServiceOptions {
         ServiceOptions {
             dataset,
             static_tokens: vec!["dev".to_owned()],
+            audiences: vec![auth::AUDIENCE.to_owned()],
+            max_token_lifetime: Duration::from_secs(86_400),
             keepalive: Duration::from_secs(20),
             ops_per_line: 1000,
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -119,6 +136,8 @@ pub struct Stats {
     pub dropped_streams: u64,
     /// Requests refused with 401.
     pub unauthorized: u64,
+    /// Requests refused by validation (400 or 415).
+    pub invalid_requests: u64,
     /// Upload batches applied.
     pub upload_batches: u64,
     /// Upload entries applied.
@@ -202,17 +221,21 @@ impl TestService {
         self.addr
     }
 
-    /// A new token valid for `ttl`.
+    /// A new token valid for `ttl` (whole seconds).
     pub fn issue_token(&self, ttl: Duration) -> String {
-        issue_token(&self.shared, ttl)
+        self.shared.lock().keys.issue(ttl.as_secs() as i64)
+    }
+
+    /// A JWT with these claims, signed with the service's key, for tests
+    /// of tokens the service refuses (a wrong `aud`, no `sub`, ...).
+    pub fn sign_token(&self, claims: &Value) -> String {
+        self.shared.lock().keys.sign(claims)
     }
 
     /// Makes `token` invalid now; its open streams send
     /// `{"token_expires_in": 0}` and close.
     pub fn expire_token(&self, token: &str) {
-        let mut state = self.shared.lock();
-        state.tokens.insert(token.to_owned(), Some(Instant::now()));
-        self.shared.bump(state);
+        expire_token(&self.shared, token);
     }
 
     /// The next stream sends `lines` lines and then drops the connection.
@@ -302,7 +325,10 @@ mod http_tests {
         assert_eq!(get(&format!("{url}/probes/liveness"), None).0, 200);
         let (status, body) = get(&format!("{url}/write-checkpoint2.json?client_id=c1"), None);
         assert_eq!(status, 401);
-        assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["status"], 401);
+        assert_eq!(
+            serde_json::from_str::<Value>(&body).unwrap(),
+            json!({"error": {"name": "AuthorizationError", "code": "PSYNC_S2106", "status": 401, "description": "Authentication required"}})
+        );
         let (status, body) = get(&format!("{url}/write-checkpoint2.json?client_id=c1"), Some("dev"));
         assert_eq!(status, 200);
         assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), json!({"data": {"write_checkpoint": "1"}}));
@@ -310,9 +336,89 @@ mod http_tests {
         assert_eq!(get(&format!("{url}/write-checkpoint2.json?client_id=c1"), Some(&token)).0, 200);
         service.expire_token(&token);
         assert_eq!(get(&format!("{url}/write-checkpoint2.json?client_id=c1"), Some(&token)).0, 401);
-        assert_eq!(get(&format!("{url}/nope"), Some("dev")).0, 404);
+        let (status, body) = get(&format!("{url}/nope"), Some("dev"));
+        assert_eq!(status, 404);
+        assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], "PSYNC_S2002");
+        // client_id is optional, as in the service; given twice it is an
+        // array, which is not a string.
+        assert_eq!(get(&format!("{url}/write-checkpoint2.json"), Some("dev")).0, 200);
+        let (status, body) = get(&format!("{url}/write-checkpoint2.json?client_id=a&client_id=b"), Some("dev"));
+        assert_eq!((status, error_code(&body)), (400, "PSYNC_S2001".to_owned()));
         let stats = service.stats();
-        assert_eq!((stats.unauthorized, stats.write_checkpoints), (2, 2));
+        assert_eq!((stats.unauthorized, stats.write_checkpoints, stats.invalid_requests), (2, 3, 1));
+    }
+
+    fn error_code(body: &str) -> String {
+        serde_json::from_str::<Value>(body).unwrap()["error"]["code"].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// POST /sync/stream with a JSON body; the status and, unless 200, the
+    /// body (a stream is not read).
+    fn post_stream(service: &TestService, authorization: Option<&str>, body: &Value) -> (u16, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let mut request = agent.post(format!("{}/sync/stream", service.url())).header("Content-Type", "application/json");
+        if let Some(value) = authorization {
+            request = request.header("Authorization", value);
+        }
+        let mut response = request.send(body.to_string()).unwrap();
+        let status = response.status().as_u16();
+        (status, if status == 200 { String::new() } else { response.body_mut().read_to_string().unwrap() })
+    }
+
+    #[test]
+    fn a_stream_request_with_null_parameters_is_refused_before_its_token_is_checked() {
+        let service = TestService::start(ServiceOptions::new(Dataset::Generated(StreamSpec::benchmark(10)))).unwrap();
+        // The body `oplite sync` sent before it sent {}: the service's answer.
+        let request = json!({"buckets": [], "include_checksum": true, "raw_data": true, "binary_data": true,
+            "client_id": "c1", "parameters": null, "streams": {"include_defaults": true, "subscriptions": []}});
+        let expected = json!({"error": {"name": "ValidationError", "code": "PSYNC_S2001", "status": 400,
+            "description": "Validation failed", "details": "[\"/parameters: type must be object\"]"}});
+        for authorization in [Some("Token dev"), None] {
+            let (status, body) = post_stream(&service, authorization, &request);
+            assert_eq!(status, 400);
+            assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), expected);
+        }
+        let mut fixed = request.clone();
+        fixed["parameters"] = json!({});
+        assert_eq!(post_stream(&service, Some("Token dev"), &fixed).0, 200);
+        let stats = service.stats();
+        assert_eq!((stats.invalid_requests, stats.unauthorized), (2, 0));
+    }
+
+    #[test]
+    fn stream_requests_with_bad_tokens_get_the_service_codes() {
+        let service = TestService::start(ServiceOptions::new(Dataset::Generated(StreamSpec::benchmark(10)))).unwrap();
+        let now = auth::now_secs();
+        let claims = json!({"sub": "u", "aud": auth::AUDIENCE, "iat": now, "exp": now + 600});
+        let with = |key: &str, value: Value| {
+            let mut c = claims.clone();
+            c[key] = value;
+            format!("Bearer {}", service.sign_token(&c))
+        };
+        let issued = service.issue_token(Duration::from_secs(600));
+        let (head, _) = issued.rsplit_once('.').unwrap();
+        let revoked = service.issue_token(Duration::from_secs(600));
+        service.expire_token(&revoked);
+        let cases = [
+            (None, "PSYNC_S2106"),
+            (Some("Basic dev".to_owned()), "PSYNC_S2106"),
+            (Some("Token not-a-jwt".to_owned()), "PSYNC_S2101"),
+            (Some(format!("Token {head}.c2lnbmF0dXJl")), "PSYNC_S2101"),
+            (Some(with("exp", json!(now - 120))), "PSYNC_S2103"),
+            (Some(format!("Token {revoked}")), "PSYNC_S2103"),
+            (Some(with("aud", json!("another-app"))), "PSYNC_S2105"),
+            (Some(with("exp", json!(now + 2 * 86_400))), "PSYNC_S2104"),
+        ];
+        let body = json!({"parameters": {}});
+        for (authorization, code) in &cases {
+            let (status, text) = post_stream(&service, authorization.as_deref(), &body);
+            let error = &serde_json::from_str::<Value>(&text).unwrap()["error"];
+            assert_eq!((status, error["code"].as_str().unwrap()), (401, *code), "{authorization:?}: {text}");
+            assert_eq!(error["status"], 401);
+            assert!(error["description"].as_str().is_some_and(|d| !d.is_empty()));
+        }
+        assert_eq!(post_stream(&service, Some(&format!("Token {issued}")), &body).0, 200);
+        assert_eq!(service.stats().unauthorized, cases.len() as u64);
     }
 
     #[test]
@@ -325,6 +431,7 @@ mod http_tests {
         .unwrap();
         let response = ureq::post(format!("{}/sync/stream", service.url()))
             .header("Authorization", "Token dev")
+            .header("Content-Type", "application/json")
             .send(r#"{"buckets":[{"name":"user_todos","after":"5"}],"client_id":"c1"}"#)
             .unwrap();
         assert_eq!(response.headers().get("content-type").unwrap(), "application/x-ndjson");

@@ -12,7 +12,8 @@
 //! stream.ndjson`: its checkpoints and data lines are read into buckets,
 //! which are served to any `after`, not replayed line by line) on
 //! 127.0.0.1 until killed. Accepts the token `dev` unless `--token` is
-//! given; `GET /dev/token` issues more.
+//! given; `GET /dev/token` issues JWTs the service checks as the PowerSync
+//! service does (see the library's `auth`).
 
 use std::process::ExitCode;
 use std::time::Duration;

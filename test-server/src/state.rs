@@ -49,9 +49,9 @@ pub(crate) struct State {
     pub(crate) rows: HashMap<(String, String), (usize, Option<String>)>,
     pub(crate) write_checkpoints: HashMap<String, i64>,
     pub(crate) last_write_checkpoint: i64,
-    /// Token → expiry (None: never).
-    pub(crate) tokens: HashMap<String, Option<Instant>>,
-    pub(crate) next_token: u64,
+    /// The signing key, the rules tokens are checked by, static and
+    /// expired tokens.
+    pub(crate) keys: auth::Keys,
     /// Bumped on every change streams must see.
     pub(crate) version: u64,
     pub(crate) fault_plans: VecDeque<Fault>,
@@ -72,8 +72,7 @@ impl State {
             rows: HashMap::new(),
             write_checkpoints: HashMap::new(),
             last_write_checkpoint: 0,
-            tokens: options.static_tokens.iter().map(|t| (t.clone(), None)).collect(),
-            next_token: 1,
+            keys: auth::Keys::new(options),
             version: 0,
             fault_plans: VecDeque::new(),
             stats: Stats::default(),
@@ -129,21 +128,27 @@ impl State {
         self.buckets.iter().map(Bucket::entry).collect()
     }
 
-    /// The token's state: Ok(seconds left, None for never) or Err(()) when
-    /// unknown or expired.
-    pub(crate) fn token_left(&self, token: &str) -> Result<Option<i64>, ()> {
-        match self.tokens.get(token) {
-            None => Err(()),
-            Some(None) => Ok(None),
-            Some(Some(expiry)) => {
-                let now = Instant::now();
-                if *expiry <= now {
-                    Err(())
-                } else {
-                    Ok(Some((*expiry - now).as_secs() as i64))
-                }
-            }
+    /// The token's time left on a stream: Ok(seconds, None for never), or
+    /// why it is refused; a token past its `exp` is expired here, without
+    /// the clock tolerance of a request.
+    pub(crate) fn token_left(&self, token: &str) -> Result<Option<i64>, auth::AuthError> {
+        match self.keys.verify(token)? {
+            None => Ok(None),
+            Some(exp) if exp > auth::now_secs() => Ok(Some(exp - auth::now_secs())),
+            Some(_) => Err(auth::AuthError { code: "PSYNC_S2103", description: "JWT has expired".into() }),
         }
+    }
+
+    /// How long until `token` expires, if it does.
+    pub(crate) fn token_expires_after(&self, token: &str) -> Option<Duration> {
+        let exp = self.keys.verify(token).ok()??;
+        let at = std::time::UNIX_EPOCH + Duration::from_secs(exp.max(0) as u64);
+        Some(at.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+    }
+
+    /// Makes `token` invalid from now on.
+    pub(crate) fn expire_token(&mut self, token: &str) {
+        self.keys.revoked.insert(token.to_owned());
     }
 
     pub(crate) fn bucket_index(&mut self, name: &str) -> usize {

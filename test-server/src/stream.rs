@@ -178,6 +178,10 @@ pub(crate) fn stream_lines(
     }
 
     send!(out.send_value(&lines::token_expires_in(token_left.unwrap_or(3600))));
+    if token_left == Some(0) {
+        out.finish()?;
+        return Ok(StreamEnd::TokenExpired);
+    }
 
     // The first checkpoint and its data: a snapshot of the state now.
     let (checkpoint, sources, mut sent, mut sent_through, mut sent_wc, mut version, ops_per_line) = {
@@ -225,9 +229,9 @@ pub(crate) fn stream_lines(
                 break;
             }
             let wait = shared.keepalive - elapsed;
-            let wait = match state.tokens.get(token) {
-                Some(Some(expiry)) => wait.min(expiry.saturating_duration_since(Instant::now()) + Duration::from_millis(5)),
-                _ => wait,
+            let wait = match state.token_expires_after(token) {
+                Some(left) => wait.min(left + Duration::from_millis(5)),
+                None => wait,
             };
             state = shared.changed.wait_timeout(state, wait).unwrap_or_else(|p| p.into_inner()).0;
         }

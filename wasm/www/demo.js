@@ -41,25 +41,39 @@ worker.onmessage = (event) => {
   }
 };
 
-let refreshing = false;
-async function refresh() {
-  if (refreshing) return;
-  refreshing = true;
-  try {
-    $('count').textContent = await call('count');
-    const rows = await call('rows', { limit: 20 });
-    $('rows').replaceChildren(...rows.map((r) => {
-      const tr = document.createElement('tr');
-      for (const v of [r.id, r.data]) {
-        const td = document.createElement('td');
-        td.textContent = v;
-        tr.append(td);
-      }
-      return tr;
-    }));
-  } finally {
-    refreshing = false;
+// One refresh at a time; a refresh asked for while one runs runs again
+// after it (it used to be dropped: a refresh that counted before the sync
+// wrote its rows left "Rows (0)" above a full table).
+let running = null;
+let again = false;
+function refresh() {
+  if (running) {
+    again = true;
+    return running;
   }
+  running = (async () => {
+    try {
+      do {
+        again = false;
+        const count = await call('count');
+        const rows = await call('rows', { limit: 20 });
+        $('count').textContent = count;
+        $('rows').replaceChildren(...rows.map((r) => {
+          const tr = document.createElement('tr');
+          for (const v of [r.id, r.data]) {
+            const td = document.createElement('td');
+            td.textContent = v;
+            tr.append(td);
+          }
+          return tr;
+        }));
+      } while (again);
+    } finally {
+      // In the same turn as the last check of `again`: a later call starts anew.
+      running = null;
+    }
+  })();
+  return running;
 }
 
 async function guarded(fn) {
