@@ -47,7 +47,7 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::Connection;
 
 use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::functions::{require_transaction, text_arg};
+use crate::sql_args::{require_transaction, text_arg};
 use crate::sqlite::{register_function, register_scalar, Purity};
 
 /// Registers the schema functions and the upload-queue tables on `db`.

@@ -276,7 +276,7 @@ impl SyncClient {
             include_checksum: true,
             raw_data: true,
             binary_data: true,
-            client_id: crate::functions::client_id(db)?,
+            client_id: crate::client_id::client_id(db)?,
             parameters: options.parameters,
             streams: iteration_streams.request().clone(),
             app_metadata: options.app_metadata,

@@ -29,7 +29,7 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::Connection;
 
 use crate::error::{OpliteError, Result};
-use crate::functions::{require_transaction, text_arg};
+use crate::sql_args::{require_transaction, text_arg};
 use crate::sqlite::{register_scalar, Purity};
 use client::{ControlResult, SyncClient};
 use payload::Payload;
