@@ -58,7 +58,7 @@ pub fn register(db: &Connection) -> Result<()> {
     if version < MIN_SQLITE_VERSION {
         return Err(OpliteError::Misuse {
             function: "sqlite3_oplite_init",
-            reason: format!("SQLite {version} is too old; oplite needs {MIN_SQLITE_VERSION} or newer"),
+            reason: sqlite::too_old_message(version, MIN_SQLITE_VERSION, "the oldest oplite runs on"),
         });
     }
     functions::register(db)
