@@ -1,8 +1,9 @@
 //! The app's schema: views over typed data tables, the triggers that queue
 //! local writes for upload, and the interface the sync apply writes through.
 //!
-//! PROTOCOL.md section 3 is the contract; the reference core's observable
-//! behaviour decides the details. oplite differs in storage (issue 11): a
+//! docs/protocol.md is the contract; the reference core's observable
+//! behaviour decides the details. oplite differs in storage (see
+//! docs/differences.md): a
 //! synced table keeps one real column per schema column, holding each value
 //! exactly as it arrived, so reading a view costs a CAST per column instead
 //! of a `json_extract`; the reference's `id, data` JSON layout stays

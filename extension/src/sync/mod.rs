@@ -1,4 +1,4 @@
-//! The sync protocol engine (PROTOCOL.md sections 4 and 5).
+//! The sync protocol engine (see docs/protocol.md).
 //!
 //! The host owns the network and calls `powersync_control(op, payload)`
 //! with each event; the engine stores what arrives, validates checkpoints,
