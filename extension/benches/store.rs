@@ -120,7 +120,7 @@ fn main() {
     let (checkpoint, values) = lines(count);
     let checkpoint = checkpoint.to_string();
     let text: Vec<Line> = values.iter().map(|v| Line::Text(v.to_string())).collect();
-    let binary: Vec<Line> = values.iter().map(|v| Line::Binary(oplite::bson::to_vec(v).unwrap())).collect();
+    let binary: Vec<Line> = values.iter().map(|v| Line::Binary(bson::serialize_to_vec(v).unwrap())).collect();
     let path = std::env::temp_dir().join("oplite-bench-store.db");
     let again = args.iter().any(|a| a == "--again");
 

@@ -6,8 +6,8 @@
 //! versions, that history looks *newer* than this build, and stepping down
 //! through the core's recorded SQL would undo the core's own schema. This
 //! module recognises such a database and converts it in place instead: the
-//! two cores share every table and column the SDKs read (PROTOCOL.md section
-//! 2), so adopting adds oplite's own columns and indexes, and
+//! two cores share every table and column the SDKs read (see
+//! docs/protocol.md), so adopting adds oplite's own columns and indexes, and
 //! `powersync_replace_schema` later converts the JSON data tables to typed
 //! storage like any other layout change. Nothing synced or queued is lost:
 //! ps_oplog, ps_buckets, ps_crud, ps_kv and the data tables keep their rows.

@@ -12,7 +12,9 @@
 //! - [`error`]: the crate's error enum and its mapping to SQLite codes.
 //! - [`migrations`]: the internal schema (`sql/migrations/*.sql`).
 //! - [`functions`]: the SQL functions, one module per concern, each with a
-//!   `register` function called from [`register`].
+//!   `register` function called from [`register`]; `sql_args` holds the
+//!   argument and transaction checks they all share.
+//! - [`client_id`]: the client id and `powersync_init()`, which creates it.
 //! - [`schema`]: the app's schema (views, triggers, typed data tables), the
 //!   upload queue, and the interface the sync apply writes rows through.
 //!
@@ -32,10 +34,12 @@
 
 pub mod adopt;
 pub mod bson;
+pub mod client_id;
 pub mod error;
 pub mod functions;
 pub mod migrations;
 pub mod schema;
+mod sql_args;
 pub mod sqlite;
 pub mod sync;
 pub mod sync_local;
@@ -54,7 +58,7 @@ pub fn register(db: &Connection) -> Result<()> {
     if version < MIN_SQLITE_VERSION {
         return Err(OpliteError::Misuse {
             function: "sqlite3_oplite_init",
-            reason: format!("SQLite {version} is too old; oplite needs {MIN_SQLITE_VERSION} or newer"),
+            reason: sqlite::too_old_message(version, MIN_SQLITE_VERSION, "the oldest oplite runs on"),
         });
     }
     functions::register(db)

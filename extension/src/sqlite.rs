@@ -434,6 +434,17 @@ pub fn sqlite_version_number() -> c_int {
     unsafe { ffi::sqlite3_libversion_number() }
 }
 
+/// A SQLite version number (`3045003`) as SQLite's own version text (`3.45.3`).
+pub fn version_text(number: c_int) -> String {
+    format!("{}.{}.{}", number / 1_000_000, number / 1_000 % 1_000, number % 1_000)
+}
+
+/// The error for a host SQLite older than `oldest`; `what` ends the sentence,
+/// e.g. "the oldest this build of oplite loads into".
+pub fn too_old_message(running: c_int, oldest: c_int, what: &str) -> String {
+    format!("SQLite {} is older than {}, {what}", version_text(running), version_text(oldest))
+}
+
 // ---------------------------------------------------------------------------
 // Entry points.
 
@@ -481,15 +492,14 @@ unsafe fn entry_point(db: *mut ffi::sqlite3, pz_err_msg: *mut *mut c_char, p_api
     match init {
         Ok(Ok(())) => unsafe { init_connection(db, pz_err_msg) },
         failed => {
-            let reason = match failed {
-                Ok(Err(err)) => err.to_string(),
-                _ => "the SQLite routine table could not be read".to_owned(),
+            let message = match failed {
+                // The build's SQLite headers set the oldest host it can use.
+                Ok(Err(ffi::InitError::VersionMismatch { compile_time, runtime })) => {
+                    too_old_message(runtime, compile_time, "the oldest this build of oplite loads into")
+                }
+                Ok(Err(err)) => format!("oplite cannot load into this SQLite: {err}"),
+                _ => "oplite cannot load into this SQLite: its routine table could not be read".to_owned(),
             };
-            let version = unsafe { (*p_api).libversion_number.map(|f| f()).unwrap_or(0) };
-            let message = format!(
-                "oplite cannot load into SQLite {version}: {reason} (oplite's loadable build needs SQLite {} or newer)",
-                ffi::SQLITE_VERSION_NUMBER
-            );
             // The routine table was not installed, so allocate the message
             // with the host's own sqlite3_malloc from it.
             unsafe {
@@ -559,4 +569,21 @@ pub extern "C" fn oplite_auto_extension() -> c_int {
     // SAFETY: registers a function pointer with SQLite's global list;
     // registering the same pointer twice is a no-op.
     unsafe { ffi::sqlite3_auto_extension(Some(auto_entry_point)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{too_old_message, version_text};
+
+    #[test]
+    fn versions_read_as_sqlite_writes_them() {
+        assert_eq!(version_text(3_045_003), "3.45.3");
+        assert_eq!(version_text(3_040_001), "3.40.1");
+        assert_eq!(version_text(3_044_000), "3.44.0");
+        assert_eq!(version_text(3_100_010), "3.100.10");
+        assert_eq!(
+            too_old_message(3_040_001, 3_045_003, "the oldest this build of oplite loads into"),
+            "SQLite 3.40.1 is older than 3.45.3, the oldest this build of oplite loads into"
+        );
+    }
 }

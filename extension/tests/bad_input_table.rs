@@ -29,7 +29,7 @@ fn text(s: &str) -> SqlValue {
 }
 
 fn bson(value: serde_json::Value) -> SqlValue {
-    SqlValue::Blob(oplite::bson::to_vec(&value).unwrap())
+    SqlValue::Blob(bson::serialize_to_vec(&value).unwrap())
 }
 
 /// A session with bucket `b` partly downloaded (op 1 of 2).
@@ -88,7 +88,7 @@ fn malformed_json_is_a_protocol_error() {
 
 #[test]
 fn malformed_bson_is_a_protocol_error() {
-    let valid = oplite::bson::to_vec(&json!({"token_expires_in": 60})).unwrap();
+    let valid = bson::serialize_to_vec(&json!({"token_expires_in": 60})).unwrap();
     let mut longer = valid.clone();
     longer[0] += 10;
     let mut shorter = valid.clone();
@@ -96,13 +96,13 @@ fn malformed_bson_is_a_protocol_error() {
     let mut bad_type = valid.clone();
     bad_type[4] = 0x7f;
     let unterminated = {
-        let mut v = oplite::bson::to_vec(&json!({"x": "abc"})).unwrap();
+        let mut v = bson::serialize_to_vec(&json!({"x": "abc"})).unwrap();
         let end = v.len() - 2;
         v[end] = b'!'; // the string's NUL
         v
     };
     let negative_string = {
-        let mut v = oplite::bson::to_vec(&json!({"x": "abc"})).unwrap();
+        let mut v = bson::serialize_to_vec(&json!({"x": "abc"})).unwrap();
         v[7..11].copy_from_slice(&(-5i32).to_le_bytes());
         v
     };
@@ -327,7 +327,7 @@ fn invalid_utf8_is_rejected() {
         finish(&db);
     }
     // A BSON string that is not UTF-8.
-    let mut line = oplite::bson::to_vec(&json!({"data": {"bucket": "bb", "data": []}})).unwrap();
+    let mut line = bson::serialize_to_vec(&json!({"data": {"bucket": "bb", "data": []}})).unwrap();
     let at = line.windows(2).position(|w| w == b"bb").unwrap();
     line[at] = 0xc3;
     line[at + 1] = 0x28;

@@ -337,7 +337,7 @@ impl StreamSession {
 
     fn send(&mut self, line: &Value) -> Answer {
         let answer = if self.bson {
-            let bytes = oplite::bson::to_vec(line).unwrap();
+            let bytes = bson::serialize_to_vec(line).unwrap();
             self.pair.control("line_binary", Arg::Blob(&bytes))
         } else {
             self.pair.control("line_text", Arg::Text(&line.to_string()))

@@ -37,7 +37,7 @@ impl Session {
         match self.encoding {
             Encoding::Json => self.pair.control("line_text", Arg::Text(&line.to_string())),
             Encoding::Bson => {
-                let bytes = oplite::bson::to_vec(line).unwrap();
+                let bytes = bson::serialize_to_vec(line).unwrap();
                 self.pair.control("line_binary", Arg::Blob(&bytes))
             }
         }

@@ -89,7 +89,7 @@ fn sample_sessions() -> Vec<Vec<u8>> {
             lines.push(json!({"checkpoint_complete": {"last_op_id": server.last_op_id().to_string()}}));
             for line in lines {
                 if binary {
-                    bodies::encode_event(&mut events, "line_binary", PayloadKind::Blob, &oplite::bson::to_vec(&line).unwrap());
+                    bodies::encode_event(&mut events, "line_binary", PayloadKind::Blob, &bson::serialize_to_vec(&line).unwrap());
                 } else {
                     bodies::encode_event(&mut events, "line_text", PayloadKind::Text, line.to_string().as_bytes());
                 }
@@ -129,7 +129,7 @@ fn seed_corpus_is_present() {
     if std::env::var_os("OPLITE_WRITE_FUZZ_CORPUS").is_some() {
         let lines = sample_lines();
         let text: Vec<Vec<u8>> = lines.iter().map(|l| l.to_string().into_bytes()).collect();
-        let binary: Vec<Vec<u8>> = lines.iter().map(|l| oplite::bson::to_vec(l).unwrap()).collect();
+        let binary: Vec<Vec<u8>> = lines.iter().map(|l| bson::serialize_to_vec(l).unwrap()).collect();
         for (target, entries) in [
             ("parse_text", text),
             ("parse_binary", binary.clone()),

@@ -1,12 +1,11 @@
 //! A minimal BSON writer for generated sync lines.
 //!
-//! The extension has a full serde codec (`oplite::bson`); this crate cannot
-//! depend on the extension (the extension's tests depend on this crate), and
-//! the generators want to write bytes straight from their loops without
-//! building a `serde_json::Value` per op. So this is a writer only, for the
-//! element types sync lines use: string, document, array, bool, null, int32,
-//! int64, double. The test server's tests check its output against
-//! `oplite::bson::to_vec`.
+//! The generators write bytes straight from their loops without building a
+//! `serde_json::Value` per op, and this crate cannot depend on the extension
+//! (the extension's tests depend on this crate). So this is a writer only,
+//! for the element types sync lines use: string, document, array, bool,
+//! null, int32, int64, double. `cli/tests/bson_lines.rs` checks its output
+//! against oplite's decoder and against the `bson` crate's encoding.
 
 use serde_json::Value;
 

@@ -1,8 +1,12 @@
-//! The error type shared by the BSON encoder and decoder.
+//! The error type of the BSON decoder.
+//!
+//! A sync line that fails to decode becomes a protocol error whose message
+//! names what was wrong and where (an offset or a key path), so each failure
+//! has its own variant instead of a bare string.
 
 use std::fmt;
 
-/// Everything that can go wrong while encoding or decoding BSON.
+/// Everything that can go wrong while decoding BSON.
 ///
 /// Offsets (`at`) are byte offsets from the start of the top-level input
 /// document. Decoding errors never panic and never read past the input; any
@@ -82,26 +86,6 @@ pub enum BsonError {
         /// The serde error message.
         message: String,
     },
-    /// The value handed to [`super::to_vec`] does not serialize as a
-    /// map, struct or non-unit enum variant, so it cannot be a BSON document.
-    NotADocument {
-        /// What was serialized instead, e.g. `"string"`.
-        found: &'static str,
-    },
-    /// A map key does not serialize as a string, character or integer.
-    KeyMustBeString,
-    /// A key contains a NUL byte, which BSON keys (C strings) cannot hold.
-    KeyContainsNul {
-        /// The key, lossily converted.
-        key: String,
-    },
-    /// An integer does not fit into BSON's signed 64-bit integer type.
-    IntegerOutOfRange {
-        /// The value, rendered as a string.
-        value: String,
-    },
-    /// A document, string or binary value exceeds BSON's 2 GiB size limit.
-    TooLarge,
     /// Any other error, typically a custom serde error without key context.
     Message(String),
 }
@@ -145,7 +129,8 @@ impl fmt::Display for BsonError {
             }
             UnknownElementType { type_byte, key } => write!(
                 f,
-                "unsupported BSON element type 0x{type_byte:02x} for key \"{key}\""
+                "unsupported BSON element type 0x{type_byte:02x} ({}) for key \"{key}\"",
+                element_type_name(*type_byte)
             ),
             TooDeep { limit, at } => write!(
                 f,
@@ -159,29 +144,32 @@ impl fmt::Display for BsonError {
                 "expected a single-key document for an enum variant at offset {at}"
             ),
             InvalidValue { path, message } => write!(f, "{message} (at key \"{path}\")"),
-            NotADocument { found } => {
-                write!(f, "top-level BSON value must be a document, got {found}")
-            }
-            KeyMustBeString => write!(f, "BSON document keys must be strings or integers"),
-            KeyContainsNul { key } => write!(f, "BSON key {key:?} contains a NUL byte"),
-            IntegerOutOfRange { value } => {
-                write!(f, "integer {value} does not fit into a BSON int64")
-            }
-            TooLarge => write!(f, "BSON value exceeds the maximum size of 2 GiB"),
             Message(message) => f.write_str(message),
         }
+    }
+}
+
+/// The specification's name for an element type the decoder refuses.
+fn element_type_name(type_byte: u8) -> &'static str {
+    match type_byte {
+        0x06 => "undefined",
+        0x07 => "ObjectId",
+        0x09 => "UTC datetime",
+        0x0B => "regular expression",
+        0x0C => "DBPointer",
+        0x0D => "JavaScript code",
+        0x0E => "symbol",
+        0x0F => "JavaScript code with scope",
+        0x13 => "decimal128",
+        0x7F => "max key",
+        0xFF => "min key",
+        _ => "not a BSON type",
     }
 }
 
 impl std::error::Error for BsonError {}
 
 impl serde::de::Error for BsonError {
-    fn custom<T: fmt::Display>(msg: T) -> Self {
-        BsonError::Message(msg.to_string())
-    }
-}
-
-impl serde::ser::Error for BsonError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
         BsonError::Message(msg.to_string())
     }

@@ -4,23 +4,11 @@
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
-use super::{int_arg, require_transaction};
-use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::functions::ids::random_uuid;
-use crate::migrations::{migrate_to, LATEST_VERSION};
+use crate::client_id::powersync_init;
+use crate::error::{OpliteError, Result};
+use crate::migrations::migrate_to;
+use crate::sql_args::{int_arg, require_transaction};
 use crate::sqlite::{register_scalar, Purity};
-
-/// Brings the internal schema to the latest version and makes sure a client
-/// id exists. Idempotent.
-pub fn powersync_init(db: &Connection) -> Result<()> {
-    migrate_to(db, LATEST_VERSION)?;
-    db.execute(
-        "INSERT OR IGNORE INTO ps_kv(key, value) VALUES('client_id', ?1)",
-        [random_uuid()],
-    )
-    .context("creating the client id")?;
-    Ok(())
-}
 
 pub(super) fn register(db: &Connection) -> Result<()> {
     register_scalar(

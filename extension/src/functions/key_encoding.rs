@@ -17,7 +17,7 @@
 //! which differs from JSON's backslash parity only for keys no SDK writes,
 //! such as ones ending in `\""`).
 //!
-//! One deliberate difference: any other key (`a/b/c`, every key a current
+//! One deliberate difference (see docs/differences.md): any other key (`a/b/c`, every key a current
 //! client writes) comes back unchanged, where the reference returns NULL.
 //! The SDKs' UPDATE has no WHERE clause, so with the reference a database
 //! first synced by another host loses every oplog key to that repair, and a

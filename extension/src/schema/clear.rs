@@ -22,7 +22,7 @@ use super::installed::Installed;
 use super::quote::identifier;
 use super::replace::load_raw_tables;
 use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::functions::require_transaction;
+use crate::sql_args::require_transaction;
 use crate::sqlite::{client_data, register_scalar, ClientDataKey, Purity};
 
 /// `powersync_clear` flag: also clear local-only tables.

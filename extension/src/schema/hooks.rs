@@ -16,7 +16,7 @@ use std::sync::{Mutex, OnceLock};
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
-use super::super::functions::text_arg;
+use crate::sql_args::text_arg;
 use crate::error::{OpliteError, Result};
 use crate::sqlite::{client_data, install_change_hooks, register_scalar, ChangeObserver, ClientDataKey, Purity};
 

@@ -1,8 +1,9 @@
 //! The app's schema: views over typed data tables, the triggers that queue
 //! local writes for upload, and the interface the sync apply writes through.
 //!
-//! PROTOCOL.md section 3 is the contract; the reference core's observable
-//! behaviour decides the details. oplite differs in storage (issue 11): a
+//! docs/protocol.md is the contract; the reference core's observable
+//! behaviour decides the details. oplite differs in storage (see
+//! docs/differences.md): a
 //! synced table keeps one real column per schema column, holding each value
 //! exactly as it arrived, so reading a view costs a CAST per column instead
 //! of a `json_extract`; the reference's `id, data` JSON layout stays
@@ -47,7 +48,7 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::Connection;
 
 use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::functions::{require_transaction, text_arg};
+use crate::sql_args::{require_transaction, text_arg};
 use crate::sqlite::{register_function, register_scalar, Purity};
 
 /// Registers the schema functions and the upload-queue tables on `db`.

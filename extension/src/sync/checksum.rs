@@ -120,7 +120,7 @@ mod tests {
         assert_eq!(c, Checksum(0x10));
     }
 
-    /// PROTOCOL.md section 4: PUTs with checksums 1, 2 (same row as the
+    /// docs/protocol.md: PUTs with checksums 1, 2 (same row as the
     /// first) and 3 give add=1, op=5; a later REMOVE of the second row
     /// (current op checksum 3) with checksum 0xFFFFFFFF gives add=3, op=2,
     /// total 5.

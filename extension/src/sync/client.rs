@@ -1,41 +1,15 @@
 //! The sync client: a state machine that turns `powersync_control` events
-//! into storage operations and instructions for the host.
-//!
-//! State that lives between calls (the current iteration, its checkpoint,
-//! the last status sent) is held here, per connection, outside the database,
-//! as in the reference core. Rules that are not obvious from PROTOCOL.md were
-//! observed on the reference core and are noted where they apply.
-//!
-//! One deliberate difference: a malformed line returns an error but leaves
-//! the iteration (and the database) as they were before the line, instead of
-//! ending the iteration. Lines are fully decoded before anything is written.
-//!
-//! One addition: the iteration's memory must match the database. Two
-//! connections (or processes) syncing the same database at once would
-//! corrupt each other's bookkeeping, and a host that goes on after a call's
-//! transaction was rolled back (a failed COMMIT) would feed an iteration
-//! that remembers writes the database no longer has: a missing data line
-//! then fails the checksums and the buckets are downloaded again. So
-//! `start` writes `<random token>/0` to `ps_kv` ([`OWNER_KEY`]), every line
-//! and `completed_upload` checks it first, and every call that changes
-//! sync state writes `<token>/<n+1>` in its own transaction. A different
-//! token means a later `start` elsewhere took over; the right token with
-//! another count means a transaction holding an earlier call was rolled
-//! back. Either way the iteration ends with an error instead of writing,
-//! and the host's next `start` resumes from what the database holds. The
-//! last `start` wins, so a crashed process never blocks the next one.
-//! Errors inside a call leave the client's memory as it was: `control`
-//! keeps a copy of the iteration (and of the last status sent) and puts it
-//! back when the call fails, whichever write failed, so memory matches the
-//! database once the host rolls the call's transaction back, and a busy
-//! database or a malformed line can be retried in the same iteration. The
-//! copy is cheap next to the call because the large parts are shared (the
-//! checkpoint, the deletable buckets and each stream's buckets behind an
-//! `Arc`, the counters keyed by shared names): with 1,000 buckets it takes
-//! 42 µs, against 1.7 ms for a call storing a one-op line (debug build,
-//! `snapshot_cost` below; before sharing, 475 µs). The one thing not copied
-//! is [`KnownKeys`], a cache that a rolled-back write can only make
-//! cautious, never wrong.
+//! into storage operations and instructions for the host. State that lives
+//! between calls (the current iteration, its checkpoint, the last status
+//! sent) is held here, per connection, outside the database, as in the
+//! reference core; rules not obvious from docs/protocol.md were observed on
+//! the reference core and are noted where they apply. Two things differ on
+//! purpose (see docs/differences.md and docs/reliability.md): a malformed
+//! line fails without ending the iteration, and the iteration's memory must
+//! match the database, checked through [`OWNER_KEY`] and restored by
+//! [`SyncClient::control`] when a call fails. The copy that restoring needs
+//! costs 42 µs with 1,000 buckets, against 1.7 ms for a call storing a
+//! one-op line (debug build, `snapshot_cost` below).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -62,6 +36,20 @@ pub const LAST_APPLIED_KEY: &str = "last_applied_checkpoint_request_id";
 /// `ps_kv` key (oplite's own): `<token>/<calls>` of the iteration allowed
 /// to write sync state, set by `start` and advanced by every call that
 /// changes it.
+///
+/// Two connections (or processes) syncing the same database at once would
+/// corrupt each other's bookkeeping, and a host that goes on after a call's
+/// transaction was rolled back (a failed COMMIT) would feed an iteration
+/// that remembers writes the database no longer has: a missing data line
+/// then fails the checksums and the buckets are downloaded again. So
+/// `start` writes `<random token>/0` here, every line and
+/// `completed_upload` checks it first, and every call that changes sync
+/// state writes `<token>/<n+1>` in its own transaction. A different token
+/// means a later `start` elsewhere took over; the right token with another
+/// count means a transaction holding an earlier call was rolled back.
+/// Either way the iteration ends with an error instead of writing, and the
+/// host's next `start` resumes from what the database holds. The last
+/// `start` wins, so a crashed process never blocks the next one.
 pub const OWNER_KEY: &str = "oplite_sync_iteration";
 
 /// The checkpoint being downloaded.
@@ -102,7 +90,7 @@ pub struct SyncClient {
     iteration: Option<Iteration>,
     /// Keys stored per bucket by the current iteration, to skip needless
     /// lookups (reset by `start`; outside [`Iteration`] so that a failed
-    /// call does not copy it, see the module docs).
+    /// call does not copy it, see [`SyncClient::control`]).
     known_keys: KnownKeys,
     last_emitted: Option<SyncStatus>,
     /// How sync_local picks its strategy (`oplite_sync_local_strategy`).
@@ -141,9 +129,22 @@ impl SyncClient {
         self.iteration.is_some()
     }
 
-    /// Handles one event. A failed call leaves memory as it was before it
-    /// (see the module docs), except that an iteration that lost ownership
-    /// of the database ends.
+    /// Handles one event. A failed call leaves memory as it was before it,
+    /// except that an iteration that lost ownership of the database ends
+    /// ([`OWNER_KEY`]).
+    ///
+    /// Lines are fully decoded before anything is written, and this keeps
+    /// a copy of the iteration (and of the last status sent) that it puts
+    /// back when the call fails, whichever write failed: memory then
+    /// matches the database once the host rolls the call's transaction
+    /// back, and a busy database or a malformed line can be retried in the
+    /// same iteration. The copy is cheap next to the call because the large
+    /// parts are shared (the checkpoint, the deletable buckets and each
+    /// stream's buckets behind an `Arc`, the counters keyed by shared
+    /// names): with 1,000 buckets it takes 42 µs, against 1.7 ms for a call
+    /// storing a one-op line (before sharing, 475 µs). The one thing not
+    /// copied is [`KnownKeys`], a cache that a rolled-back write can only
+    /// make cautious, never wrong.
     pub fn control(&mut self, db: &Connection, op: &str, payload: Payload<'_>) -> Result<ControlResult> {
         if matches!(op, "line_text" | "line_binary" | "completed_upload") {
             self.check_owner(db)?;
@@ -224,7 +225,7 @@ impl SyncClient {
     }
 
     /// Fails unless an iteration is active, still owns sync state and its
-    /// state-changing calls so far all committed (see the module docs).
+    /// state-changing calls so far all committed (see [`OWNER_KEY`]).
     fn check_owner(&mut self, db: &Connection) -> Result<()> {
         let iteration = self.iteration.as_ref().ok_or_else(no_iteration)?;
         let stored = storage::kv_text(db, OWNER_KEY)?;
@@ -276,7 +277,7 @@ impl SyncClient {
             include_checksum: true,
             raw_data: true,
             binary_data: true,
-            client_id: crate::functions::client_id(db)?,
+            client_id: crate::client_id::client_id(db)?,
             parameters: options.parameters,
             streams: iteration_streams.request().clone(),
             app_metadata: options.app_metadata,

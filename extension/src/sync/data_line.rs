@@ -1,35 +1,12 @@
-//! Storing the ops of a data line in ps_oplog, fast.
-//!
-//! Two costs dominate a naive store (measured with `perf` on 100 lines of
-//! 1000 ops): looking up the op a PUT supersedes (a `DELETE ... RETURNING`
-//! per op, ~20%) and executing one INSERT per op (~30%, much of it opening
-//! and closing cursors). So:
-//!
-//! - [`KnownKeys`] remembers, per bucket that was empty when this iteration
-//!   first stored into it, a hash of every key stored since. A PUT whose key
-//!   was never seen cannot supersede anything and skips the lookup. The set
-//!   can only err towards an unnecessary lookup (a hash collision, or keys
-//!   whose transaction the host rolled back), never towards a missed one,
-//!   because every insert into such a bucket goes through it.
-//! - PUTs are inserted [`BATCH`] rows per statement. A later op of the
-//!   same line that supersedes a PUT still waiting for its INSERT takes it
-//!   out of the batch instead (that PUT already removed any stored op with
-//!   its key, so the database need not be asked); before, every lookup
-//!   flushed the batch, and a line whose ops all needed a lookup prepared a
-//!   one-row INSERT per op. Texts are bound without copying
-//!   ([`BorrowingStatement`]), the keys written into one reused buffer.
-//!
-//! The lookup itself goes through `ps_oplog_row`, not through a (bucket,
-//! key) index: schema version 3 dropped that index, whose random-order
-//! inserts cost about a quarter of storing a line. A key is
-//! `type/id/subkey` (a NULL type or id written as ""), so an op with key K
-//! has as type the text of K before one of its '/' and as id the text from
-//! there to a later '/': [`rows_of_key`] lists those candidates (one for
-//! the usual key with two '/'), and each is looked up by (row_type, row_id)
-//! and then checked for bucket and key. The ops found are exactly those a
-//! (bucket, key) lookup finds. A key with n '/' names n(n-1)/2 rows; when
-//! that is more than the bucket holds ops, the bucket's ops are walked
-//! instead, so a key with many '/' costs at most a walk of its bucket.
+//! Storing the ops of a data line in ps_oplog, fast: storing lines is most
+//! of a download's time. Two costs dominate a naive store (measured with
+//! `perf` on 100 lines of 1000 ops): looking up the op a PUT supersedes (a
+//! `DELETE ... RETURNING` per op, ~20%) and executing one INSERT per op
+//! (~30%, much of it opening and closing cursors). So [`KnownKeys`] skips
+//! the lookup for keys a bucket cannot hold yet, PUTs are inserted
+//! [`BATCH`] rows per statement ([`PendingPuts`]), and the lookup goes
+//! through `ps_oplog_row` ([`rows_of_key`]) instead of a (bucket, key)
+//! index. The measurements behind each are in docs/benchmarks.md.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -138,6 +115,13 @@ enum BucketKeys {
 }
 
 /// Keys stored per bucket during one sync iteration.
+///
+/// For every bucket that was empty when this iteration first stored into
+/// it, a hash of every key stored since. A PUT whose key was never seen
+/// cannot supersede anything and skips the lookup. The set can only err
+/// towards an unnecessary lookup (a hash collision, or keys whose
+/// transaction the host rolled back), never towards a missed one, because
+/// every insert into such a bucket goes through it.
 #[derive(Default)]
 pub struct KnownKeys {
     buckets: HashMap<i64, BucketKeys>,
@@ -197,6 +181,15 @@ fn row_candidates(key: &str) -> usize {
 /// key's text before one of its '/', the id the text from there to a later
 /// '/'. Where either is "", the op may also have NULL there. A key with
 /// two '/' (the usual case) has one candidate, with `n` '/' n(n-1)/2.
+///
+/// The lookup of the op a PUT supersedes goes through `ps_oplog_row`, not
+/// through a (bucket, key) index: schema version 3 dropped that index,
+/// whose random-order inserts cost about a quarter of storing a line. A key
+/// is `type/id/subkey` (a NULL type or id written as ""); each candidate is
+/// looked up by (row_type, row_id) and then checked for bucket and key, so
+/// the ops found are exactly those a (bucket, key) lookup finds. When a key
+/// names more rows than its bucket holds ops, the bucket's ops are walked
+/// instead, so a key with many '/' costs at most a walk of its bucket.
 fn rows_of_key(key: &str, mut each: impl FnMut(Option<&str>, Option<&str>) -> Result<()>) -> Result<()> {
     let slashes: Vec<usize> = key.match_indices('/').map(|(i, _)| i).collect();
     for (n, &type_end) in slashes.iter().enumerate() {
@@ -214,7 +207,14 @@ fn rows_of_key(key: &str, mut each: impl FnMut(Option<&str>, Option<&str>) -> Re
 }
 
 /// PUTs waiting for a multi-row INSERT. Their keys are written one after
-/// the other into `keys`, which is reused: no allocation per op.
+/// the other into `keys`, which is reused: no allocation per op, and texts
+/// are bound without copying ([`BorrowingStatement`]).
+///
+/// A later op of the same line that supersedes a PUT still waiting here
+/// takes it out of the batch instead (that PUT already removed any stored
+/// op with its key, so the database need not be asked); before, every
+/// lookup flushed the batch, and a line whose ops all needed a lookup
+/// prepared a one-row INSERT per op.
 struct PendingPuts<'l, 'c> {
     db: &'c Connection,
     bucket: i64,

@@ -1,4 +1,4 @@
-//! The sync protocol engine (PROTOCOL.md sections 4 and 5).
+//! The sync protocol engine (see docs/protocol.md).
 //!
 //! The host owns the network and calls `powersync_control(op, payload)`
 //! with each event; the engine stores what arrives, validates checkpoints,
@@ -29,7 +29,7 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::Connection;
 
 use crate::error::{OpliteError, Result};
-use crate::functions::{require_transaction, text_arg};
+use crate::sql_args::{require_transaction, text_arg};
 use crate::sqlite::{register_scalar, Purity};
 use client::{ControlResult, SyncClient};
 use payload::Payload;

@@ -1,14 +1,13 @@
 //! Sync streams: the subscriptions an app asks for, what the sync request
 //! says about them, and how each checkpoint's answer maps back onto them.
+//! Streams touch every phase of a sync iteration (the `subscriptions` event
+//! outside any iteration, `start`, checkpoints, applies, keep-alive lines,
+//! `update_subscriptions`), but all of it is bookkeeping on one table,
+//! `ps_stream_subscriptions`, plus the `streams` part of the status; keeping
+//! it here leaves the state machine in `client.rs` with one call per phase.
 //!
-//! Why a module of its own: streams touch every phase of a sync iteration
-//! (the `subscriptions` event outside any iteration, `start`, checkpoints,
-//! applies, keep-alive lines, `update_subscriptions`), but all of it is
-//! bookkeeping on one table, `ps_stream_subscriptions`, plus the `streams`
-//! part of the status. Keeping it here leaves the state machine in
-//! `client.rs` with one call per phase.
-//!
-//! The rules, as observed on the reference core (0.5.3):
+//! The rules, as observed on the reference core (0.5.3; the protocol side
+//! is in docs/protocol.md):
 //!
 //! - A row is an *explicit* subscription while its `ttl` is set. Subscribing
 //!   sets `ttl` (default one day) and `expires_at = now + ttl`, keeps the

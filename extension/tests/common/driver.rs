@@ -278,7 +278,7 @@ impl Driver {
     pub fn encode(&self, line: &Value) -> (&'static str, SqlValue) {
         match self.encoding {
             Encoding::Json => ("line_text", SqlValue::Text(line.to_string())),
-            Encoding::Bson => ("line_binary", SqlValue::Blob(oplite::bson::to_vec(line).unwrap())),
+            Encoding::Bson => ("line_binary", SqlValue::Blob(bson::serialize_to_vec(line).unwrap())),
         }
     }
 

@@ -173,7 +173,7 @@ impl Session {
         match self.encoding {
             Encoding::Json => self.rec.control("line_text", Arg::Text(&line.to_string())),
             Encoding::Bson => {
-                let bytes = oplite::bson::to_vec(line).unwrap();
+                let bytes = oplite_test_data::bson::from_json(line);
                 self.rec.control("line_binary", Arg::Blob(&bytes))
             }
         }
