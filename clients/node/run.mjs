@@ -79,6 +79,7 @@ const pick = (r) => ({
   credentialFetches: r.credentialFetches,
   clientBatches: r.clientBatches,
   serviceUploads: r.serviceUploads,
+  pendingInTransaction: r.pendingInTransaction,
   serviceStreams: r.serviceStreams,
   serviceStats: (({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints }) =>
     ({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints }))(r.serviceStats),
@@ -99,6 +100,8 @@ expect(`${lists + 1} lists and ${rows - lists + 2} todos`, a.tables.lists === li
 expect('4 upload batches of 14 entries', a.serviceStats.upload_batches === 4 && a.serviceStats.uploaded_ops === 14);
 expect(`one dropped stream, resumed from where it broke off (${a.serviceStats.dropped_streams} dropped; stream requests ${JSON.stringify(a.serviceStreams)})`, a.serviceStats.dropped_streams === 1 &&
   a.serviceStreams.length === 3 && a.serviceStreams[1].buckets.some((bucket) => Number(bucket.after) > 0));
+expect(`ps_crud counted inside the writing transaction: 5, then 6 (bundled ${bundled.pendingInTransaction}, oplite ${oplite.pendingInTransaction})`,
+  [bundled, oplite].every((r) => isDeepStrictEqual(r.pendingInTransaction, [5, 6])));
 expect('fetchCredentials twice (connect, expired token)', a.credentialFetches === 2);
 expect(`no request refused by the service's validation (bundled ${bundled.serviceStats.invalid_requests}, oplite ${oplite.serviceStats.invalid_requests})`,
   bundled.serviceStats.invalid_requests === 0 && oplite.serviceStats.invalid_requests === 0);

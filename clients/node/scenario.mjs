@@ -182,11 +182,15 @@ const pause = Math.max(0, syncedBefore + 1000 - Date.now());
 await new Promise((resolve) => setTimeout(resolve, pause));
 mark = performance.now();
 closeGate();
+// What an app showing "n changes pending" reads inside its own transaction.
+const pendingInTransaction = [];
 await db.writeTransaction(async (tx) => {
   for (let i = 0; i < 5; i++) {
     await tx.execute('INSERT INTO todos (id, list_id, description, done) VALUES (?, ?, ?, 0)', [`local${i}`, 'list1', `local todo ${i}`]);
   }
+  pendingInTransaction.push((await tx.get('SELECT count(*) AS n FROM ps_crud')).n);
   await tx.execute("INSERT INTO lists (id, name, created_at) VALUES ('locallist', 'local list', '2026-02-01T00:00:00Z')");
+  pendingInTransaction.push((await tx.get('SELECT count(*) AS n FROM ps_crud')).n);
 });
 await db.writeTransaction(async (tx) => {
   await tx.execute("UPDATE todos SET done = 1, description = 'local edit ' || id WHERE id IN ('todo1', 'todo2', 'todo3')");
@@ -263,6 +267,7 @@ const result = {
   serviceStreams: service.streams,
   serviceStats: service.stats,
   watchResults,
+  pendingInTransaction,
 };
 writeFileSync(args.out, JSON.stringify(result, null, 2));
 log(`done in ${timings.totalMs} ms`);

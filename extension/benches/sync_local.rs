@@ -16,6 +16,8 @@
 mod common;
 #[path = "../tests/common/counting_vfs.rs"]
 mod counting_vfs;
+#[path = "../tests/common/wrapping_vfs.rs"]
+mod wrapping_vfs;
 
 use common::reference_core;
 
