@@ -3,8 +3,8 @@
 # path that leaves it, and a clone with nothing beside it fetches the
 # reference core from scratch (download and checksum) and runs tests that
 # find their files through the repository (the reference core, SQL, test
-# data). Run by scripts/test.sh after the release build; reuses its target
-# folder for dependencies.
+# data). Run by scripts/test.sh; builds in target/standalone, so the
+# clone's binaries never replace the work tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

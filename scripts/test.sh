@@ -31,11 +31,11 @@ export OPLITE_SO=$PWD/target/release/liboplite.so
 nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_powersync_init$'
 nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_oplite_init$'
 
-step "a clone with nothing beside it (scripts/check-standalone.sh)"
-bash scripts/check-standalone.sh 2>&1 | tee -a "$log"
-
 step "unit and integration tests"
 cargo test-ext 2>&1 | tee -a "$log"
+
+step "a clone with nothing beside it (scripts/check-standalone.sh)"
+bash scripts/check-standalone.sh 2>&1 | tee -a "$log"
 
 step "test-data, the loopback service and the CLI end to end"
 # Sync, local write + upload + confirmed write checkpoint, reconnect after a
