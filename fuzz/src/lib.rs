@@ -63,6 +63,11 @@ pub const OPS: &[&str] = &[
     "local_write",
     // Not an event: an unknown operation.
     "bogus",
+    // Checkpoint requests (after the others, so that the seed corpus keeps
+    // its meaning).
+    "seed_checkpoint_request_id",
+    "next_checkpoint_request_id",
+    "current_checkpoint_request_id",
 ];
 
 /// Payload kinds, chosen by the high three bits of an event's first byte.

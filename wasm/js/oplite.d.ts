@@ -44,7 +44,9 @@ export type Instruction = Record<string, any>;
 /** The operations powersync_control accepts. */
 export type ControlOp =
   | 'start' | 'stop' | 'line_text' | 'line_binary' | 'refreshed_token' | 'completed_upload'
-  | 'connection' | 'update_subscriptions' | 'subscriptions' | (string & {});
+  | 'connection' | 'update_subscriptions' | 'subscriptions' | 'target_checkpoint_request_id'
+  | 'seed_checkpoint_request_id' | 'next_checkpoint_request_id' | 'current_checkpoint_request_id'
+  | (string & {});
 
 export interface Transaction {
   execute(sql: string, params?: SqlParams): ExecuteResult;
@@ -80,7 +82,8 @@ export declare class Database {
   get(sql: string, params?: SqlParams): Promise<Row | undefined>;
   /**
    * powersync_control(op, payload) in its own transaction. Sync events
-   * resolve to instructions; a few ops (target_checkpoint_request_id) to a value.
+   * resolve to instructions; the checkpoint-request ops (target_, seed_,
+   * next_, current_checkpoint_request_id; ids as decimal strings) to a value.
    */
   control(op: ControlOp, payload?: string | Uint8Array | null): Promise<Instruction[] | SqlValue>;
   /**

@@ -20,6 +20,7 @@ use super::data_line::{store_data_line, KnownKeys};
 use super::instruction::{BucketRequest, CompletedSync, Instruction, Severity, StreamRequest};
 use super::line::{BucketChecksum, StreamDescription, SyncLine};
 use super::payload::{invalid_argument, Payload};
+use super::requests::{self, CheckpointMode, CheckpointRequest};
 use super::status::{BucketProgress, DownloadProgress, SyncStatus, FULL_SYNC_PRIORITY};
 use super::storage::{self, Counters};
 use super::streams::{self, IterationStreams, StartOptions, StreamProgress};
@@ -192,15 +193,21 @@ impl SyncClient {
                 out.push(Instruction::CloseSyncStream { hide_disconnect: true });
             }
             "completed_upload" => self.completed_upload(db, &mut out)?,
-            "target_checkpoint_request_id" => {
-                let previous = storage::kv_int(db, TARGET_KEY)?;
-                if let Some(target) = payload.optional_int(
-                    "target checkpoint request id must be an integer, integer string, or null",
-                )? {
-                    storage::set_kv_int(db, TARGET_KEY, target)?;
-                }
-                return Ok(ControlResult::Value(previous));
+            "target_checkpoint_request_id" => return Ok(ControlResult::Value(requests::probe_target(db, payload)?)),
+            // Seeding and allocating need an iteration, as in the reference.
+            "seed_checkpoint_request_id" => {
+                self.iteration.as_ref().ok_or_else(no_iteration)?;
+                return Ok(ControlResult::Value(Some(requests::seed(db, payload)?)));
             }
+            "next_checkpoint_request_id" => {
+                self.iteration.as_ref().ok_or_else(no_iteration)?;
+                let id = requests::next(db)?.ok_or_else(|| OpliteError::Misuse {
+                    function: "powersync_control",
+                    reason: "invalid state: Checkpoint request state has not been seeded".into(),
+                })?;
+                return Ok(ControlResult::Value(Some(id)));
+            }
+            "current_checkpoint_request_id" => return Ok(ControlResult::Value(requests::current(db)?)),
             // The streams the app uses changed: a changed request needs a
             // new connection (the reference closes the stream quietly).
             // No ownership check: it writes only subscription TTLs, never
@@ -272,12 +279,17 @@ impl SyncClient {
             .map(|(name, after)| BucketRequest { name, after: after.to_string() })
             .collect();
         let iteration_streams = IterationStreams::start(db, options.active_streams, options.include_defaults)?;
+        let client_id = crate::client_id::client_id(db)?;
+        let checkpoint_request = match options.checkpoint_mode {
+            CheckpointMode::Requests => Some(CheckpointRequest::initial(db, client_id.clone())?),
+            CheckpointMode::Legacy => None,
+        };
         let request = StreamRequest {
             buckets,
             include_checksum: true,
             raw_data: true,
             binary_data: true,
-            client_id: crate::client_id::client_id(db)?,
+            client_id,
             parameters: options.parameters,
             streams: iteration_streams.request().clone(),
             app_metadata: options.app_metadata,
@@ -298,7 +310,7 @@ impl SyncClient {
         // A start always reports its status, even when unchanged.
         self.last_emitted = None;
         self.emit_status(out);
-        out.push(Instruction::EstablishSyncStream { request });
+        out.push(Instruction::EstablishSyncStream { request, checkpoint_request });
         Ok(())
     }
 
@@ -557,10 +569,6 @@ impl Iteration {
         if storage::has_pending_uploads(db)? {
             return Ok(false);
         }
-        Self::target_reached(db)
-    }
-
-    fn target_reached(db: &Connection) -> Result<bool> {
         Ok(match storage::kv_int(db, TARGET_KEY)? {
             None => true,
             Some(target) => storage::kv_int(db, LAST_SEEN_KEY)?.is_some_and(|seen| seen >= target),
@@ -580,14 +588,22 @@ impl Iteration {
             return Ok(false);
         }
         let checkpoint = self.checkpoint.clone().expect("completed without checkpoint");
-        if kind == CompletionKind::Line {
-            // A validated checkpoint moves every bucket to its op id, applied
-            // or not: the next request resumes from there.
-            let names: Vec<&str> = checkpoint.buckets.iter().map(|b| &*b.bucket).collect();
-            storage::set_last_op(db, &names, checkpoint.last_op_id)?;
-            if let Some(wc) = checkpoint.write_checkpoint {
-                storage::set_kv_int(db, LAST_SEEN_KEY, wc)?;
+        if kind == CompletionKind::AfterUpload {
+            // As in the reference, a pending checkpoint gets one retry, and
+            // none when it is older than the gate (no write checkpoint
+            // counts as older than any): it cannot confirm the uploads.
+            self.pending_apply = false;
+            if checkpoint.write_checkpoint < storage::kv_int(db, TARGET_KEY)? {
+                return Ok(true);
             }
+        }
+        // A validated checkpoint moves every bucket to its op id, applied or
+        // not: the next request resumes from there. A retry records it
+        // again, as the reference does (a local write may have cleared it).
+        let names: Vec<&str> = checkpoint.buckets.iter().map(|b| &*b.bucket).collect();
+        storage::set_last_op(db, &names, checkpoint.last_op_id)?;
+        if let Some(wc) = checkpoint.write_checkpoint {
+            storage::set_kv_int(db, LAST_SEEN_KEY, wc)?;
         }
         if !Self::local_data_allows(db)? {
             match kind {
@@ -598,14 +614,10 @@ impl Iteration {
                         "Could not apply checkpoint due to local data. Will retry at completed upload or next checkpoint.",
                     ));
                 }
-                CompletionKind::AfterUpload => {
-                    if Self::target_reached(db)? {
-                        out.push(Instruction::log(
-                            Severity::Warning,
-                            "Could not apply pending checkpoint even after completed upload",
-                        ));
-                    }
-                }
+                CompletionKind::AfterUpload => out.push(Instruction::log(
+                    Severity::Warning,
+                    "Could not apply pending checkpoint even after completed upload",
+                )),
             }
             return Ok(true);
         }

@@ -7,6 +7,7 @@
 use serde::Serialize;
 use serde_json::Value as JsonValue;
 
+use super::requests::CheckpointRequest;
 use super::status::SyncStatus;
 use super::streams::StreamsRequest;
 
@@ -41,6 +42,10 @@ pub enum Instruction {
     EstablishSyncStream {
         /// The body of `POST /sync/stream`.
         request: StreamRequest,
+        /// In `checkpoint_mode: "requests"`, what the host posts to the
+        /// service's checkpoint-request endpoint before seeding the counter.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        checkpoint_request: Option<CheckpointRequest>,
     },
     /// Fetch new credentials; `did_expire` says whether the old ones are
     /// already invalid (then the stream is also closed).
@@ -143,7 +148,7 @@ mod tests {
             app_metadata: None,
         };
         assert_eq!(
-            to_json(&[Instruction::EstablishSyncStream { request }]),
+            to_json(&[Instruction::EstablishSyncStream { request, checkpoint_request: None }]),
             r#"[{"EstablishSyncStream":{"request":{"buckets":[{"name":"b","after":"10"}],"include_checksum":true,"raw_data":true,"binary_data":true,"client_id":"c","parameters":null,"streams":{"include_defaults":true,"subscriptions":[]}}}}]"#
         );
     }

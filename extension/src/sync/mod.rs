@@ -10,6 +10,7 @@
 //! - [`data_line`]: storing ops in ps_oplog.
 //! - [`storage`]: the other SQL on ps_buckets, ps_oplog, ps_kv, ps_sync_state.
 //! - [`client`]: the state machine between calls.
+//! - [`requests`]: checkpoint requests (`checkpoint_mode: "requests"`).
 //! - [`status`], [`instruction`]: what goes back to the host.
 
 pub mod checksum;
@@ -18,6 +19,7 @@ pub mod data_line;
 pub mod instruction;
 pub mod line;
 pub mod payload;
+pub mod requests;
 pub mod status;
 pub mod storage;
 pub mod streams;

@@ -47,12 +47,29 @@ impl<'a> Payload<'a> {
         }
     }
 
-    pub(super) fn optional_int(self, message: &str) -> Result<Option<i64>> {
-        match self {
-            Payload::Null => Ok(None),
-            Payload::Integer(i) => Ok(Some(i)),
-            Payload::Text(text) => text.trim().parse().map(Some).map_err(|_| invalid_argument(message.into())),
-            _ => Err(invalid_argument(message.into())),
+    /// A checkpoint request id: NULL (None), an integer, or a decimal
+    /// string (for JavaScript drivers that cannot bind 64-bit integers),
+    /// parsed as the reference does (no surrounding spaces); negative ids
+    /// are refused. `type_error` is the message for anything else.
+    pub(super) fn optional_request_id(self, name: &str, type_error: &str) -> Result<Option<i64>> {
+        let value = match self {
+            Payload::Null => return Ok(None),
+            Payload::Integer(i) => i,
+            Payload::Text(text) => text.parse().map_err(|_| invalid_argument(type_error.into()))?,
+            _ => return Err(invalid_argument(type_error.into())),
+        };
+        if value < 0 {
+            return Err(invalid_argument(format!("{name} must be a non-negative integer")));
+        }
+        Ok(Some(value))
+    }
+
+    /// A checkpoint request id that must be given and above 0.
+    pub(super) fn request_id(self, name: &str, type_error: &str) -> Result<i64> {
+        match self.optional_request_id(name, type_error)? {
+            None => Err(invalid_argument(type_error.into())),
+            Some(0) => Err(invalid_argument(format!("{name} must be a positive integer"))),
+            Some(id) => Ok(id),
         }
     }
 }

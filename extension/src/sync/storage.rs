@@ -136,6 +136,12 @@ pub fn set_kv_int(db: &Connection, key: &str, value: i64) -> Result<()> {
     Ok(())
 }
 
+/// Deletes a `ps_kv` row.
+pub fn delete_kv(db: &Connection, key: &str) -> Result<()> {
+    db.execute("DELETE FROM ps_kv WHERE key = ?1", [key]).context("writing ps_kv")?;
+    Ok(())
+}
+
 /// True when the upload queue holds entries.
 pub fn has_pending_uploads(db: &Connection) -> Result<bool> {
     db.query_row("SELECT EXISTS(SELECT 1 FROM ps_crud)", [], |r| r.get(0))

@@ -242,6 +242,9 @@ pub struct StartOptions {
     /// Whether the server should sync default streams.
     #[serde(default = "yes")]
     pub include_defaults: bool,
+    /// How the host gets write checkpoints.
+    #[serde(default)]
+    pub checkpoint_mode: super::requests::CheckpointMode,
 }
 
 fn yes() -> bool {
@@ -260,6 +263,7 @@ impl Default for StartOptions {
             app_metadata: None,
             active_streams: Vec::new(),
             include_defaults: true,
+            checkpoint_mode: Default::default(),
         }
     }
 }

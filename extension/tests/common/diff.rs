@@ -24,6 +24,7 @@ pub enum Arg<'a> {
     Text(&'a str),
     Blob(&'a [u8]),
     Int(i64),
+    Real(f64),
 }
 
 /// Two databases, one per core, driven in lockstep.
@@ -62,28 +63,36 @@ pub fn normalise(value: &mut Value) {
 }
 
 fn call(db: &Connection, op: &str, arg: &Arg<'_>) -> Answer {
+    match call_raw(db, op, arg) {
+        Ok(SqlValue::Text(text)) if text.starts_with('[') => {
+            let mut json: Value = serde_json::from_str(&text).unwrap();
+            normalise(&mut json);
+            Answer::Json(json)
+        }
+        Ok(other) => Answer::Scalar(format!("{other:?}")),
+        Err(code) => Answer::Error(code & 0xff),
+    }
+}
+
+/// One call in its own transaction (rolled back when it fails): the value,
+/// or the extended error code.
+fn call_raw(db: &Connection, op: &str, arg: &Arg<'_>) -> Result<SqlValue, i32> {
     db.execute_batch("BEGIN").unwrap();
     let result = match arg {
         Arg::Null => db.query_row("SELECT powersync_control(?1, NULL)", [op], |r| r.get::<_, SqlValue>(0)),
         Arg::Text(t) => db.query_row("SELECT powersync_control(?1, ?2)", (op, t), |r| r.get::<_, SqlValue>(0)),
         Arg::Blob(b) => db.query_row("SELECT powersync_control(?1, ?2)", (op, b), |r| r.get::<_, SqlValue>(0)),
         Arg::Int(i) => db.query_row("SELECT powersync_control(?1, ?2)", (op, i), |r| r.get::<_, SqlValue>(0)),
+        Arg::Real(x) => db.query_row("SELECT powersync_control(?1, ?2)", (op, x), |r| r.get::<_, SqlValue>(0)),
     };
     match result {
         Ok(value) => {
             db.execute_batch("COMMIT").unwrap();
-            match value {
-                SqlValue::Text(text) if text.starts_with('[') => {
-                    let mut json: Value = serde_json::from_str(&text).unwrap();
-                    normalise(&mut json);
-                    Answer::Json(json)
-                }
-                other => Answer::Scalar(format!("{other:?}")),
-            }
+            Ok(value)
         }
         Err(err) => {
             db.execute_batch("ROLLBACK").unwrap();
-            Answer::Error(super::error_code(&err) & 0xff)
+            Err(super::error_code(&err))
         }
     }
 }
@@ -141,6 +150,17 @@ pub fn rows(db: &Connection, sql: &str) -> Vec<String> {
     .collect()
 }
 
+/// An argument as the trace shows it.
+fn shown(arg: &Arg<'_>) -> String {
+    match arg {
+        Arg::Null => "NULL".to_owned(),
+        Arg::Text(t) => t.chars().take(300).collect(),
+        Arg::Blob(b) => format!("<{} bytes of BSON>", b.len()),
+        Arg::Int(i) => i.to_string(),
+        Arg::Real(x) => x.to_string(),
+    }
+}
+
 impl Pair {
     /// Both cores, initialised.
     pub fn new() -> Pair {
@@ -166,13 +186,7 @@ impl Pair {
     /// Calls `powersync_control` on both and asserts the answers and the
     /// internal tables agree. Returns oplite's answer.
     pub fn control(&mut self, op: &str, arg: Arg<'_>) -> Answer {
-        let shown = match &arg {
-            Arg::Null => "NULL".to_owned(),
-            Arg::Text(t) => t.chars().take(300).collect(),
-            Arg::Blob(b) => format!("<{} bytes of BSON>", b.len()),
-            Arg::Int(i) => i.to_string(),
-        };
-        self.trace.push(format!("{op}({shown})"));
+        self.trace.push(format!("{op}({})", shown(&arg)));
         let ours = call(&self.ours, op, &arg);
         let theirs = call(&self.theirs, op, &arg);
         assert_eq!(ours, theirs, "answers differ for {op}\n{}", self.context());
@@ -196,6 +210,20 @@ impl Pair {
             self.context()
         );
         self.assert_same_tables();
+    }
+
+    /// Calls `powersync_control` on both, expecting both to fail, asserts
+    /// the tables are unchanged alike, and returns the extended error codes
+    /// (oplite's, the reference's) for the caller to compare.
+    pub fn control_error_codes(&mut self, op: &str, arg: Arg<'_>) -> (i32, i32) {
+        self.trace.push(format!("{op}({}) [expected to fail]", shown(&arg)));
+        let ours = call_raw(&self.ours, op, &arg);
+        let theirs = call_raw(&self.theirs, op, &arg);
+        let (Err(ours), Err(theirs)) = (&ours, &theirs) else {
+            panic!("expected both to fail: ours {ours:?}, theirs {theirs:?}\n{}", self.context());
+        };
+        self.assert_same_tables();
+        (*ours, *theirs)
     }
 
     /// Runs the same SQL on both.

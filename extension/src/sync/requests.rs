@@ -1,0 +1,99 @@
+//! Checkpoint requests (`checkpoint_mode: "requests"`, docs/protocol.md
+//! "Write checkpoints"): the client numbers its own write-checkpoint
+//! requests. The counter lives in `ps_kv` ([`LAST_REQUESTED_KEY`]); the
+//! host seeds it with the id the service accepted for the `checkpoint_request`
+//! of `EstablishSyncStream`, then allocates ids with
+//! `next_checkpoint_request_id` and sets the upload gate
+//! ([`super::client::TARGET_KEY`]) to the one the service accepted.
+
+use rusqlite::Connection;
+use serde::Serialize;
+
+use super::client::TARGET_KEY;
+use super::payload::Payload;
+use super::storage;
+use crate::error::{Result, SqliteResultExt};
+
+/// `ps_kv` key: the last checkpoint request id allocated (or seeded).
+pub const LAST_REQUESTED_KEY: &str = "last_requested_checkpoint_request_id";
+
+/// The gate's value while local writes wait for an id (not an id itself).
+const PENDING_WRITES: i64 = i64::MAX;
+
+/// How the host gets write checkpoints (`start`'s `checkpoint_mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointMode {
+    /// The host asks the service for one after an upload.
+    #[default]
+    Legacy,
+    /// The host numbers its own requests, starting from `checkpoint_request`.
+    Requests,
+}
+
+/// `EstablishSyncStream.checkpoint_request`: what the host posts to the
+/// service before allocating ids (the id as a decimal string, so that
+/// JavaScript hosts keep all 64 bits).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckpointRequest {
+    /// This database's client id.
+    pub client_id: String,
+    /// The larger of the counter, a concrete gate and 1.
+    pub checkpoint_request_id: String,
+}
+
+impl CheckpointRequest {
+    /// The request for a new iteration: the counter, raised to a gate that
+    /// holds a real id (one set before the counter existed), and at least 1
+    /// (which also probes whether the service supports requests).
+    pub fn initial(db: &Connection, client_id: String) -> Result<Self> {
+        let counter = storage::kv_int(db, LAST_REQUESTED_KEY)?.unwrap_or(0);
+        let gate = storage::kv_int(db, TARGET_KEY)?.filter(|t| *t > 0 && *t != PENDING_WRITES).unwrap_or(0);
+        Ok(CheckpointRequest { client_id, checkpoint_request_id: counter.max(gate).max(1).to_string() })
+    }
+}
+
+/// `seed_checkpoint_request_id`: stores the id the service accepted, as
+/// given (no check that it grows), and returns it.
+pub fn seed(db: &Connection, payload: Payload<'_>) -> Result<i64> {
+    let id = payload
+        .request_id("checkpoint request id", "checkpoint request id must be an integer or integer string")?;
+    storage::set_kv_int(db, LAST_REQUESTED_KEY, id)?;
+    Ok(id)
+}
+
+/// `next_checkpoint_request_id`: the counter plus one, stored; None when
+/// the counter was never seeded.
+pub fn next(db: &Connection) -> Result<Option<i64>> {
+    if storage::kv_int(db, LAST_REQUESTED_KEY)?.is_none() {
+        return Ok(None);
+    }
+    db.query_row(
+        "UPDATE ps_kv SET value = CAST(value AS INTEGER) + 1 WHERE key = ?1 RETURNING CAST(value AS INTEGER)",
+        [LAST_REQUESTED_KEY],
+        |r| r.get(0),
+    )
+    .map(Some)
+    .context("allocating a checkpoint request id")
+}
+
+/// `current_checkpoint_request_id`: the counter, or None.
+pub fn current(db: &Connection) -> Result<Option<i64>> {
+    storage::kv_int(db, LAST_REQUESTED_KEY)
+}
+
+/// `target_checkpoint_request_id`: NULL reads the gate, 0 clears it, a
+/// positive id sets it, a negative one is refused. Returns the gate as it
+/// was before.
+pub fn probe_target(db: &Connection, payload: Payload<'_>) -> Result<Option<i64>> {
+    let previous = storage::kv_int(db, TARGET_KEY)?;
+    match payload.optional_request_id(
+        "target checkpoint request id",
+        "target checkpoint request id must be an integer, integer string, or null",
+    )? {
+        None => {}
+        Some(0) => storage::delete_kv(db, TARGET_KEY)?,
+        Some(target) => storage::set_kv_int(db, TARGET_KEY, target)?,
+    }
+    Ok(previous)
+}
