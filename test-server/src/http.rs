@@ -176,7 +176,13 @@ pub(crate) fn handle(shared: &Shared, mut request: tiny_http::Request) {
             } else {
                 drop(state);
             }
-            let _ = request.respond(json_response(200, &json!({"data": {"write_checkpoint": record.to_string()}})));
+            // The service's handler (checkpointing.ts) answers
+            // `write_checkpoint`; the SDKs read `checkpoint_request_id`
+            // (@powersync/common 2.3.0's `requestCheckpointFromService`, the
+            // Swift SDK's mock service): both, with the same value.
+            let record = record.to_string();
+            let body = json!({"data": {"write_checkpoint": record, "checkpoint_request_id": record}});
+            let _ = request.respond(json_response(200, &body));
         }
         Route::Upload => {
             let parsed: Value = serde_json::from_str(&body).unwrap_or(Value::Null);

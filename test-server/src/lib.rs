@@ -11,7 +11,7 @@
 //! |---|---|
 //! | `POST /sync/stream` (body: the core's `EstablishSyncStream.request`) | the sync stream: newline-delimited JSON, or BSON documents back to back when the `Accept` header names `application/vnd.powersync.bson-stream`; chunked, kept open with `{"token_expires_in": N}` keep-alive lines |
 //! | `GET /write-checkpoint2.json?client_id=C` | `{"data":{"write_checkpoint":"N"}}`, N being client C's record plus one; the next checkpoint sent to client C carries `write_checkpoint: N` |
-//! | `POST /sync/checkpoint-request` (body `{"client_id": C, "checkpoint_request_id": "N"}`) | `{"data":{"write_checkpoint":"M"}}`, M = max(N, client C's record), which becomes the record; when it moved, the next checkpoint sent to client C carries `write_checkpoint: M` |
+//! | `POST /sync/checkpoint-request` (body `{"client_id": C, "checkpoint_request_id": "N"}`) | `{"data":{"write_checkpoint":"M","checkpoint_request_id":"M"}}` (the service's handler names it `write_checkpoint`, the SDKs read `checkpoint_request_id`), M = max(N, client C's record), which becomes the record; when it moved, the next checkpoint sent to client C carries `write_checkpoint: M` |
 //! | `POST /upload` (body `{"batch": [ps_crud entries]}`) | applies the batch to the service's buckets; stands in for the app's backend, which the PowerSync service does not include |
 //! | `GET /dev/token?ttl=SECONDS` | a new token (plain text): a JWT the service signed, valid for `ttl` seconds (default 3600) |
 //! | `GET /probes/liveness` | `200 ok` |
@@ -502,6 +502,7 @@ mod http_tests {
         let service = TestService::start(ServiceOptions::new(Dataset::Buckets(Vec::new()))).unwrap();
         let token = Some("Token dev");
         let request = |id: &str| format!(r#"{{"client_id": "c1", "checkpoint_request_id": {id}}}"#);
+        let answer = |id: &str| json!({"data": {"write_checkpoint": id, "checkpoint_request_id": id}});
         // Validated before the token is looked at.
         let (status, body) = post_checkpoint_request(&service, None, r#"{"client_id": "c1", "checkpoint_request_id": "0"}"#);
         assert_eq!((status, body["error"]["code"].as_str().unwrap()), (400, "PSYNC_S2001"));
@@ -510,9 +511,9 @@ mod http_tests {
         assert_eq!((status, body["error"]["code"].as_str().unwrap()), (401, "PSYNC_S2106"));
         // The answer is max(id, record), as a string, in the service's
         // {"data": ...} envelope.
-        assert_eq!(post_checkpoint_request(&service, token, &request("\"1\"")), (200, json!({"data": {"write_checkpoint": "1"}})));
-        assert_eq!(post_checkpoint_request(&service, token, &request("7")), (200, json!({"data": {"write_checkpoint": "7"}})));
-        assert_eq!(post_checkpoint_request(&service, token, &request("\"3\"")), (200, json!({"data": {"write_checkpoint": "7"}})));
+        assert_eq!(post_checkpoint_request(&service, token, &request("\"1\"")), (200, answer("1")));
+        assert_eq!(post_checkpoint_request(&service, token, &request("7")), (200, answer("7")));
+        assert_eq!(post_checkpoint_request(&service, token, &request("\"3\"")), (200, answer("7")));
         // A legacy write checkpoint counts on from the record.
         let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
         let mut response = agent.get(format!("{}/write-checkpoint2.json?client_id=c1", service.url())).header("Authorization", "Token dev").call().unwrap();
