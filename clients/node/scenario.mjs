@@ -40,11 +40,15 @@ const MODE = args.mode;
 if (MODE !== 'legacy' && MODE !== 'requests') throw new Error(`--mode legacy|requests, not ${MODE}`);
 // What the run was doing, for the report of a failed run.
 let step = 'opening the database';
+// The last error the SDK logged (other than the planned drop), for the
+// report of a failed run.
+let lastSdkError = null;
 process.on('unhandledRejection', (e) => fail(e));
 process.on('uncaughtException', (e) => fail(e));
 function fail(e) {
   console.error(`[${args.core} ${MODE}] FAILED while ${step}:`, e);
-  try { writeFileSync(args.out, JSON.stringify({ core: args.core, mode: MODE, failed: String(e?.message ?? e), step })); } catch {}
+  const failed = String(e?.message ?? e) + (lastSdkError ? `; the SDK's last error: ${lastSdkError}` : '');
+  try { writeFileSync(args.out, JSON.stringify({ core: args.core, mode: MODE, failed, step })); } catch {}
   process.exit(1);
 }
 const t0 = performance.now();
@@ -118,6 +122,9 @@ const logger = {
       log(`expected: the stream the service dropped failed in the SDK (${record.error.message ?? record.error}); rejected as planned, reconnecting`);
       return;
     }
+    if (record.error || record.level >= LogLevels.error) {
+      lastSdkError = `${record.message}${record.error ? `: ${record.error.message ?? record.error}` : ''}`;
+    }
     consoleLogger.log(record);
   },
 };
@@ -164,7 +171,7 @@ const waitFor = (what, predicate, ms = 120_000) =>
       } catch (e) {
         return reject(e);
       }
-      if (Date.now() - started > ms) return reject(new Error(`timed out waiting for ${what}`));
+      if (Date.now() - started > ms) return reject(new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`));
       setTimeout(tick, 20);
     };
     tick();
@@ -230,9 +237,15 @@ await db.execute("DELETE FROM todos WHERE id IN ('todo4', 'todo5', 'local4')");
 openGate();
 await waitFor('the upload queue to drain', async () => (await db.get('SELECT count(*) AS n FROM ps_crud')).n === 0);
 step = 'waiting for the write checkpoint of the upload';
-await waitFor('the write checkpoint to be applied', async () => {
+// What the service had counted, for the report of a timeout.
+let seenStats = null;
+const checkpointWait = () => `the write checkpoint to be applied (the service counted ${seenStats?.write_checkpoints} write-checkpoint2.json ` +
+  `and ${seenStats?.checkpoint_requests} checkpoint-request requests, ${seenStats?.invalid_requests} refused; ` +
+  `status: ${JSON.stringify({ connected: db.currentStatus.connected, uploading: db.currentStatus.dataFlowStatus.uploading })})`;
+await waitFor(checkpointWait, async () => {
   const s = db.currentStatus;
   const log = await http('GET', '/dev/log');
+  seenStats = log.stats;
   // Legacy: the SDK asked write-checkpoint2.json; requests: it posted an
   // id to /sync/checkpoint-request (besides the seed of each connection).
   const asked = MODE === 'legacy' ? log.stats.write_checkpoints >= 1 : log.stats.checkpoint_requests >= 1;
