@@ -274,6 +274,17 @@ impl<'a> Session<'a> {
             || self.options.timeout.is_some_and(|t| self.started.elapsed() >= t)
     }
 
+    /// The checkpoint-request flow's view of this session.
+    fn port(&mut self) -> LivePort<'_> {
+        LivePort {
+            db: self.db,
+            agent: &self.agent,
+            endpoint: &self.options.endpoint,
+            token: &self.token,
+            posted: &mut self.summary.checkpoint_requests,
+        }
+    }
+
     fn refresh_credentials(&mut self) -> Result<(), Error> {
         self.token = self.options.credentials.fetch()?;
         self.summary.credential_refreshes += 1;
@@ -417,14 +428,8 @@ impl<'a> Session<'a> {
                     self.log("uploaded; the checkpoint request waits for the connection");
                     return Ok(None);
                 }
-                let mut port = LivePort {
-                    db: self.db,
-                    agent: &self.agent,
-                    endpoint: &self.options.endpoint,
-                    token: &self.token,
-                    posted: &mut self.summary.checkpoint_requests,
-                };
-                let requested = match checkpoint::request_after_upload(&mut port, &self.client_id) {
+                let client_id = self.client_id.clone();
+                let requested = match checkpoint::request_after_upload(&mut self.port(), &client_id) {
                     Ok(requested) => requested,
                     Err(Failure::Request(RequestError::Unauthorized(m))) => {
                         self.refresh_credentials()?;
@@ -481,14 +486,8 @@ impl<'a> Session<'a> {
                 ))
             }
             (CheckpointMode::Requests, Some(payload)) => {
-                let mut port = LivePort {
-                    db: self.db,
-                    agent: &self.agent,
-                    endpoint: &self.options.endpoint,
-                    token: &self.token,
-                    posted: &mut self.summary.checkpoint_requests,
-                };
-                match checkpoint::reconcile(&mut port, payload) {
+                let reconciled = checkpoint::reconcile(&mut self.port(), payload);
+                match reconciled {
                     Ok(checkpoint::Reconciled::Seeded(id)) => {
                         self.requests_seeded = true;
                         self.log(format!("checkpoint requests seeded at {id}"));
