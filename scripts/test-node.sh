@@ -2,6 +2,10 @@
 # The Node SDK drop-in test (README "Node SDK drop-in"): the official
 # @powersync/node 1.1.0 syncs and uploads against the loopback service,
 # once with its bundled core and once with oplite; fails on any difference.
+# Both checkpoint modes of the SDK (connect({ checkpointMode })): legacy
+# (write-checkpoint2.json) and requests (/sync/checkpoint-request and
+# db.requestCheckpoint()), each compared on its own; a failure in one mode
+# does not skip the other.
 # Called by scripts/test.sh unless OPLITE_SKIP_NODE=1. Installs what it
 # needs and skips what is already there:
 #   - clients/node/node_modules (npm ci, when missing or not what
@@ -9,7 +13,8 @@
 #   - the loadable extension (cargo build --release -p oplite) unless
 #     OPLITE_SO names a built one (scripts/test.sh builds it first)
 #   - the loopback service (cargo build --release -p oplite-test-server)
-# Environment: OPLITE_NODE_ROWS=n syncs n rows (default 100000).
+# Environment: OPLITE_NODE_ROWS=n syncs n rows (default 100000);
+# OPLITE_NODE_MODES="legacy requests" (the default) picks the modes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -64,7 +69,12 @@ nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_powersync_init$' || fail "
 cargo build --release -p oplite-test-server
 echo "core: $OPLITE_SO"
 
-step "two runs of the SDK: bundled core, then oplite; comparing"
-OPLITE_SO=$OPLITE_SO OPLITE_TEST_SERVER=$PWD/target/release/oplite-test-server node clients/node/run.mjs
+failed=()
+for mode in ${OPLITE_NODE_MODES:-legacy requests}; do
+  step "$mode checkpoint mode: two runs of the SDK, bundled core then oplite; comparing"
+  OPLITE_SO=$OPLITE_SO OPLITE_TEST_SERVER=$PWD/target/release/oplite-test-server node clients/node/run.mjs --mode "$mode" ||
+    failed+=("$mode")
+done
+((${#failed[@]} == 0)) || fail "the runs differ or failed in checkpoint mode(s): ${failed[*]} (see above)"
 
 step "done"

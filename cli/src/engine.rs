@@ -46,6 +46,9 @@ pub enum Instruction {
     EstablishSyncStream {
         /// The body of `POST /sync/stream`.
         request: Value,
+        /// In checkpoint-request mode: `{client_id, checkpoint_request_id}`
+        /// to post to `/sync/checkpoint-request` before allocating ids.
+        checkpoint_request: Option<Value>,
     },
     /// Get new credentials; when `did_expire`, a CloseSyncStream follows.
     FetchCredentials {
@@ -83,7 +86,10 @@ fn parse_instruction(item: Value) -> Instruction {
         "LogLine" => Instruction::LogLine { severity: text(&payload, "severity"), line: text(&payload, "line") },
         "UpdateSyncStatus" => Instruction::UpdateSyncStatus(payload.get("status").cloned().unwrap_or(Value::Null)),
         "EstablishSyncStream" => {
-            Instruction::EstablishSyncStream { request: payload.get("request").cloned().unwrap_or(Value::Null) }
+            Instruction::EstablishSyncStream {
+                request: payload.get("request").cloned().unwrap_or(Value::Null),
+                checkpoint_request: payload.get("checkpoint_request").filter(|v| !v.is_null()).cloned(),
+            }
         }
         "FetchCredentials" => Instruction::FetchCredentials {
             did_expire: payload.get("did_expire").and_then(Value::as_bool).unwrap_or(true),
@@ -280,6 +286,44 @@ impl Database {
         .map_err(|e| Error::Engine(format!("powersync_control('target_checkpoint_request_id'): {e}")))
     }
 
+    /// `powersync_control(op, id)` in a transaction, for the checkpoint
+    /// request operations, which answer a SQLite integer (or NULL).
+    fn control_integer(&self, op: &str, payload: Option<i64>) -> Result<Option<i64>, Error> {
+        self.in_transaction(|conn| conn.query_row("SELECT powersync_control(?1, ?2)", rusqlite::params![op, payload], |r| r.get(0)))
+            .map_err(|e| Error::Engine(format!("powersync_control('{op}'): {e}")))
+    }
+
+    /// `powersync_control('seed_checkpoint_request_id', id)`: the
+    /// request counter starts from the id the service accepted.
+    pub fn seed_checkpoint_request_id(&self, id: i64) -> Result<(), Error> {
+        self.control_integer("seed_checkpoint_request_id", Some(id)).map(|_| ())
+    }
+
+    /// `powersync_control('next_checkpoint_request_id', NULL)`: a new id
+    /// (needs an active iteration and a seeded counter).
+    pub fn next_checkpoint_request_id(&self) -> Result<i64, Error> {
+        self.control_integer("next_checkpoint_request_id", None)?
+            .ok_or_else(|| Error::Engine("next_checkpoint_request_id returned NULL".into()))
+    }
+
+    /// After a checkpoint request was accepted: in one transaction, reads
+    /// the gate (`powersync_control('target_checkpoint_request_id', NULL)`)
+    /// and, if it is still the local-write sentinel and `ps_crud` is empty,
+    /// sets it to `id`. Returns whether it did.
+    pub fn confirm_checkpoint_request(&self, id: i64) -> Result<bool, Error> {
+        self.in_transaction(|conn| {
+            let previous: Option<i64> =
+                conn.query_row("SELECT powersync_control('target_checkpoint_request_id', NULL)", [], |r| r.get(0))?;
+            let pending: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM ps_crud)", [], |r| r.get(0))?;
+            if previous != Some(i64::MAX) || pending {
+                return Ok(false);
+            }
+            conn.query_row("SELECT powersync_control('target_checkpoint_request_id', ?1)", [id], |_| Ok(()))?;
+            Ok(true)
+        })
+        .map_err(|e| Error::Engine(format!("powersync_control('target_checkpoint_request_id'): {e}")))
+    }
+
     /// The write checkpoint the client waits for (`i64::MAX` after a local
     /// write until the host sets one), if any.
     pub fn target_checkpoint(&self) -> Result<Option<i64>, Error> {
@@ -408,6 +452,7 @@ mod tests {
         let json = r#"[{"LogLine":{"severity":"DEBUG","line":"x"}},
             {"UpdateSyncStatus":{"status":{"connected":true}}},
             {"EstablishSyncStream":{"request":{"buckets":[]}}},
+            {"EstablishSyncStream":{"request":{},"checkpoint_request":{"client_id":"c","checkpoint_request_id":"1"}}},
             {"FetchCredentials":{"did_expire":false}},
             {"CloseSyncStream":{"hide_disconnect":true}},
             {"FlushFileSystem":{}},
@@ -420,7 +465,11 @@ mod tests {
             vec![
                 Instruction::LogLine { severity: "DEBUG".into(), line: "x".into() },
                 Instruction::UpdateSyncStatus(serde_json::json!({"connected": true})),
-                Instruction::EstablishSyncStream { request: serde_json::json!({"buckets": []}) },
+                Instruction::EstablishSyncStream { request: serde_json::json!({"buckets": []}), checkpoint_request: None },
+                Instruction::EstablishSyncStream {
+                    request: serde_json::json!({}),
+                    checkpoint_request: Some(serde_json::json!({"client_id": "c", "checkpoint_request_id": "1"})),
+                },
                 Instruction::FetchCredentials { did_expire: false },
                 Instruction::CloseSyncStream { hide_disconnect: true },
                 Instruction::FlushFileSystem,

@@ -218,6 +218,35 @@ pub fn write_checkpoint(agent: &Agent, endpoint: &str, token: &str, client_id: &
         .ok_or_else(|| RequestError::Other(format!("GET {url}: no data.write_checkpoint in {body}")))
 }
 
+/// `POST {endpoint}/sync/checkpoint-request` with `{client_id,
+/// checkpoint_request_id}` (the id as a decimal string, as the SDKs send
+/// it): the id the service accepted, or `None` when it answers 404 (a
+/// service without checkpoint requests). The answer is read from
+/// `data.checkpoint_request_id` (what the SDKs read) or
+/// `data.write_checkpoint` (what the service's handler names it).
+pub fn checkpoint_request(agent: &Agent, endpoint: &str, token: &str, client_id: &str, id: i64) -> Result<Option<i64>, RequestError> {
+    let url = join(endpoint, "sync/checkpoint-request");
+    let body = serde_json::json!({"client_id": client_id, "checkpoint_request_id": id.to_string()});
+    let mut response = agent
+        .post(&url)
+        .header("Authorization", format!("Token {token}"))
+        .header("Content-Type", "application/json")
+        .send(body.to_string())
+        .map_err(|e| RequestError::Other(format!("POST {url}: {e}")))?;
+    if response.status().as_u16() == 404 {
+        return Ok(None);
+    }
+    check_status(&mut response, &format!("POST {url}"))?;
+    let text = response.body_mut().read_to_string().map_err(|e| RequestError::Other(format!("POST {url}: {e}")))?;
+    let parsed: Value = serde_json::from_str(&text).map_err(|e| RequestError::Other(format!("POST {url}: {e}")))?;
+    let data = &parsed["data"];
+    let id_of = |v: &Value| v.as_str().and_then(|s| s.parse().ok()).or_else(|| v.as_i64());
+    id_of(&data["checkpoint_request_id"])
+        .or_else(|| id_of(&data["write_checkpoint"]))
+        .map(Some)
+        .ok_or_else(|| RequestError::Other(format!("POST {url}: no data.checkpoint_request_id in {text}")))
+}
+
 /// `POST url` with a JSON body; returns the response body.
 pub fn post_json(agent: &Agent, url: &str, token: &str, body: &Value) -> Result<String, RequestError> {
     let mut response = agent

@@ -10,11 +10,14 @@
 //! - [`http`]: the sync stream read line by line on its own thread; the
 //!   connector's requests.
 //! - [`sync`]: the loop: reconnects, credentials, uploads, progress.
+//! - [`checkpoint`]: write checkpoints by checkpoint request
+//!   (`--checkpoint-mode requests`).
 //! - [`credentials`]: tokens from a flag, a command or a function.
 //! - [`local`]: local writes as an app makes them, through the schema's
 //!   views (for the demo and the tests).
 //! - [`demo`]: `oplite demo`: the loopback service and a 1M-op sync.
 
+pub mod checkpoint;
 pub mod credentials;
 pub mod demo;
 pub mod engine;
@@ -117,6 +120,9 @@ pub fn summary_text(summary: &Summary, db_path: &std::path::Path) -> String {
             summary.confirmed_write_checkpoint.map(|w| format!(", write checkpoint {w} confirmed")).unwrap_or_default()
         );
     }
+    if summary.checkpoint_requests > 0 {
+        let _ = writeln!(out, "  checkpoint  {} posted", count_of(summary.checkpoint_requests, "request", "requests"));
+    }
     if summary.connections > 1 || summary.failed_connections > 0 || summary.credential_refreshes > 0 {
         let _ = writeln!(
             out,
@@ -146,15 +152,16 @@ mod tests {
             seconds: 1.0,
             first_sync_seconds: Some(0.5),
             confirmed_write_checkpoint: Some(3),
+            checkpoint_requests: 1,
             ..Summary::default()
         };
         let text = summary_text(&one, std::path::Path::new("a.db"));
-        for expected in ["1 downloaded into 1 bucket\n", "in 1 JSON line\n", "; 1 op/s)", "uploads     1 entry,", "1 credential refresh\n"] {
+        for expected in ["1 downloaded into 1 bucket\n", "in 1 JSON line\n", "; 1 op/s)", "uploads     1 entry,", "1 credential refresh\n", "checkpoint  1 request posted\n"] {
             assert!(text.contains(expected), "{expected:?} in\n{text}");
         }
-        let many = Summary { ops: 2, buckets: 3, lines: 4, uploaded: 5, credential_refreshes: 2, binary: true, ..one };
+        let many = Summary { ops: 2, buckets: 3, lines: 4, uploaded: 5, credential_refreshes: 2, binary: true, checkpoint_requests: 3, ..one };
         let text = summary_text(&many, std::path::Path::new("a.db"));
-        for expected in ["2 downloaded into 3 buckets\n", "in 4 BSON lines\n", "; 2 ops/s)", "uploads     5 entries,", "2 credential refreshes\n"] {
+        for expected in ["2 downloaded into 3 buckets\n", "in 4 BSON lines\n", "; 2 ops/s)", "uploads     5 entries,", "2 credential refreshes\n", "checkpoint  3 requests posted\n"] {
             assert!(text.contains(expected), "{expected:?} in\n{text}");
         }
     }

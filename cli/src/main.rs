@@ -58,6 +58,11 @@ struct SyncArgs {
     /// Sync parameters (a JSON object; default {}).
     #[arg(long)]
     parameters: Option<String>,
+    /// How write checkpoints are asked for after an upload: legacy (GET
+    /// /write-checkpoint2.json) or requests (ids allocated by the engine,
+    /// posted to POST /sync/checkpoint-request).
+    #[arg(long, default_value = "legacy", value_parser = ["legacy", "requests"])]
+    checkpoint_mode: String,
     /// Exit after the first complete sync with nothing left to upload
     /// (default: keep syncing until Ctrl-C).
     #[arg(long)]
@@ -169,6 +174,7 @@ fn sync(args: SyncArgs) -> Result<(), Error> {
     options.upload_url = args.upload_url;
     options.binary = args.bson;
     options.parameters = parameters;
+    options.checkpoint_mode = args.checkpoint_mode.parse()?;
     options.stop_when = if args.once { StopWhen::Synced } else { StopWhen::Cancelled };
     options.timeout = args.timeout.map(|t| seconds(t, "--timeout")).transpose()?;
     options.read_timeout = seconds(args.read_timeout, "--read-timeout")?;

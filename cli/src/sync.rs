@@ -18,6 +18,11 @@
 //!   checkpoint, records it with `target_checkpoint_request_id` and tells
 //!   the engine with `completed_upload`, which applies a checkpoint that
 //!   was waiting for the upload.
+//! - Write checkpoints come from `GET /write-checkpoint2.json` (legacy
+//!   mode, the default) or, with `--checkpoint-mode requests`, from ids the
+//!   engine allocates and the host posts to `POST /sync/checkpoint-request`
+//!   (each connection first posts the engine's `checkpoint_request` and
+//!   seeds the engine with the answer; see [`crate::checkpoint`]).
 //! - Reconnects back off exponentially (reset by a successful line).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +33,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use ureq::Agent;
 
+use crate::checkpoint::{self, CheckpointMode, CheckpointPort, Failure};
 use crate::credentials::TokenSource;
 use crate::engine::{Database, Instruction, Payload, LINES_PER_COMMIT};
 use crate::http::{self, RequestError, StreamEvent};
@@ -104,6 +110,8 @@ pub struct SyncOptions {
     pub read_timeout: Duration,
     /// Entries per upload batch.
     pub upload_batch: usize,
+    /// How write checkpoints are asked for after an upload.
+    pub checkpoint_mode: CheckpointMode,
 }
 
 impl SyncOptions {
@@ -123,6 +131,7 @@ impl SyncOptions {
             backoff: Backoff::new(Duration::from_millis(200), Duration::from_secs(30)),
             read_timeout: Duration::from_secs(90),
             upload_batch: 100,
+            checkpoint_mode: CheckpointMode::Legacy,
         }
     }
 }
@@ -154,6 +163,9 @@ pub struct Summary {
     pub credential_refreshes: u64,
     /// ps_crud entries uploaded.
     pub uploaded: u64,
+    /// Checkpoint requests posted (`--checkpoint-mode requests`): one per
+    /// connection, one per confirmed upload.
+    pub checkpoint_requests: u64,
     /// Whether the lines were BSON.
     pub binary: bool,
     /// Buckets stored at the end.
@@ -193,6 +205,42 @@ struct Session<'a> {
     refused_lines: u32,
     /// The last refusal's message.
     last_refusal: String,
+    /// Requests mode: this connection's request counter was seeded, so ids
+    /// can be allocated.
+    requests_seeded: bool,
+}
+
+/// The checkpoint-request flow's access to the engine and the service.
+struct LivePort<'s> {
+    db: &'s Database,
+    agent: &'s Agent,
+    endpoint: &'s str,
+    token: &'s str,
+    posted: &'s mut u64,
+}
+
+impl CheckpointPort for LivePort<'_> {
+    fn post_request(&mut self, client_id: &str, id: i64) -> Result<Option<i64>, RequestError> {
+        *self.posted += 1;
+        http::checkpoint_request(self.agent, self.endpoint, self.token, client_id, id)
+    }
+    fn seed(&mut self, id: i64) -> Result<(), Error> {
+        self.db.seed_checkpoint_request_id(id)
+    }
+    fn next_id(&mut self) -> Result<i64, Error> {
+        self.db.next_checkpoint_request_id()
+    }
+    fn confirm_target(&mut self, id: i64) -> Result<bool, Error> {
+        self.db.confirm_checkpoint_request(id)
+    }
+}
+
+/// What a service without `/sync/checkpoint-request` means for a run in
+/// requests mode.
+fn unsupported_service(endpoint: &str) -> Error {
+    Error::Http(format!(
+        "{endpoint} has no /sync/checkpoint-request (404): --checkpoint-mode requests needs a PowerSync service that has checkpoint requests (1.24.0 or later); use --checkpoint-mode legacy"
+    ))
 }
 
 /// After this many connections in a row end with a refused line, the
@@ -224,6 +272,17 @@ impl<'a> Session<'a> {
     fn cancelled(&self) -> bool {
         self.options.cancel.load(Ordering::SeqCst)
             || self.options.timeout.is_some_and(|t| self.started.elapsed() >= t)
+    }
+
+    /// The checkpoint-request flow's view of this session.
+    fn port(&mut self) -> LivePort<'_> {
+        LivePort {
+            db: self.db,
+            agent: &self.agent,
+            endpoint: &self.options.endpoint,
+            token: &self.token,
+            posted: &mut self.summary.checkpoint_requests,
+        }
     }
 
     fn refresh_credentials(&mut self) -> Result<(), Error> {
@@ -345,19 +404,46 @@ impl<'a> Session<'a> {
             self.summary.uploaded += batch.len() as u64;
             self.log(format!("uploaded {} entries", batch.len()));
         }
-        let wc = match http::write_checkpoint(&self.agent, &self.options.endpoint, &self.token, &self.client_id) {
-            Ok(wc) => wc,
-            Err(RequestError::Unauthorized(m)) => {
-                self.refresh_credentials()?;
-                return Err(Error::Http(m));
+        match self.options.checkpoint_mode {
+            CheckpointMode::Legacy => {
+                let wc = match http::write_checkpoint(&self.agent, &self.options.endpoint, &self.token, &self.client_id) {
+                    Ok(wc) => wc,
+                    Err(RequestError::Unauthorized(m)) => {
+                        self.refresh_credentials()?;
+                        return Err(Error::Http(m));
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                if !self.db.set_target_checkpoint(wc)? {
+                    // New local writes arrived meanwhile; they are uploaded next.
+                    return Ok(None);
+                }
+                self.log(format!("write checkpoint {wc} requested"));
             }
-            Err(e) => return Err(e.into()),
-        };
-        if !self.db.set_target_checkpoint(wc)? {
-            // New local writes arrived meanwhile; they are uploaded next.
-            return Ok(None);
+            CheckpointMode::Requests => {
+                if !(self.iteration && self.requests_seeded) {
+                    // Ids are allocated only once a connection seeded the
+                    // counter; the gate stays at its sentinel until then,
+                    // and the loop comes back here on the connection.
+                    self.log("uploaded; the checkpoint request waits for the connection");
+                    return Ok(None);
+                }
+                let client_id = self.client_id.clone();
+                let requested = match checkpoint::request_after_upload(&mut self.port(), &client_id) {
+                    Ok(requested) => requested,
+                    Err(Failure::Request(RequestError::Unauthorized(m))) => {
+                        self.refresh_credentials()?;
+                        return Err(Error::Http(m));
+                    }
+                    Err(f) => return Err(f.into()),
+                };
+                if !requested.target_set {
+                    // New local writes arrived meanwhile; they are uploaded next.
+                    return Ok(None);
+                }
+                self.log(format!("checkpoint request {} accepted (service at {})", requested.id, requested.accepted));
+            }
         }
-        self.log(format!("write checkpoint {wc} requested"));
         if self.iteration {
             let instructions = self.db.control("completed_upload", Payload::Null)?;
             return self.handle(instructions);
@@ -367,24 +453,55 @@ impl<'a> Session<'a> {
 
     /// One connection: start, stream, lines until the stream closes.
     fn connect_once(&mut self) -> Result<Reconnect, Error> {
-        let payload = json!({
+        let mut payload = json!({
             "parameters": self.options.parameters,
             "include_defaults": true,
-        })
-        .to_string();
-        let instructions = self.db.control("start", Payload::Text(&payload))?;
+        });
+        if self.options.checkpoint_mode == CheckpointMode::Requests {
+            payload["checkpoint_mode"] = json!(CheckpointMode::Requests.as_str());
+        }
+        self.requests_seeded = false;
+        let instructions = self.db.control("start", Payload::Text(&payload.to_string()))?;
         self.iteration = true;
-        let request = instructions.iter().find_map(|i| match i {
-            Instruction::EstablishSyncStream { request } => Some(request.clone()),
+        let establish = instructions.iter().find_map(|i| match i {
+            Instruction::EstablishSyncStream { request, checkpoint_request } => {
+                Some((request.clone(), checkpoint_request.clone()))
+            }
             _ => None,
         });
         if let Some(close) = self.handle(instructions)? {
             return Ok(close);
         }
-        let Some(request) = request else {
+        let Some((request, checkpoint_request)) = establish else {
             return Err(Error::Engine("start did not ask for a stream".into()));
         };
-        let stream = match http::open_stream(&self.agent, &self.options.endpoint, &self.token, &request, self.options.binary) {
+        // Requests mode: the connection's checkpoint request is posted and
+        // the engine seeded before the stream opens (and so before any id
+        // is allocated); a failed post is a failed connection.
+        let reconciled = match (self.options.checkpoint_mode, &checkpoint_request) {
+            (CheckpointMode::Legacy, _) => Ok(()),
+            (CheckpointMode::Requests, None) => {
+                return Err(Error::Engine(
+                    "--checkpoint-mode requests: the engine's EstablishSyncStream has no checkpoint_request (this build has no checkpoint requests)".into(),
+                ))
+            }
+            (CheckpointMode::Requests, Some(payload)) => {
+                let reconciled = checkpoint::reconcile(&mut self.port(), payload);
+                match reconciled {
+                    Ok(checkpoint::Reconciled::Seeded(id)) => {
+                        self.requests_seeded = true;
+                        self.log(format!("checkpoint requests seeded at {id}"));
+                        Ok(())
+                    }
+                    Ok(checkpoint::Reconciled::Unsupported) => return Err(unsupported_service(&self.options.endpoint)),
+                    Err(Failure::Request(e)) => Err(e),
+                    Err(Failure::Local(e)) => return Err(e),
+                }
+            }
+        };
+        let opened = reconciled
+            .and_then(|()| http::open_stream(&self.agent, &self.options.endpoint, &self.token, &request, self.options.binary));
+        let stream = match opened {
             Ok(stream) => stream,
             Err(e) => {
                 self.summary.failed_connections += 1;
@@ -568,6 +685,7 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
         started,
         refused_lines: 0,
         last_refusal: String::new(),
+        requests_seeded: false,
     };
     let mut backoff = options.backoff.clone();
     let result = (|| -> Result<(), Error> {

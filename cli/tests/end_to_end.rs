@@ -179,6 +179,89 @@ fn local_writes_are_uploaded_and_confirmed_by_a_write_checkpoint() {
     assert_eq!(rows["notes"]["n1"], json!({"id": "n1", "text": "hello"}));
 }
 
+#[test]
+fn checkpoint_requests_are_posted_as_the_service_takes_them() {
+    // The host's side of POST /sync/checkpoint-request, which needs no
+    // engine support: the id goes as a decimal string, the answer is the
+    // larger of it and the service's record; a service without the
+    // endpoint is None.
+    let service = service(Dataset::Buckets(Vec::new()));
+    let agent = oplite_cli::http::agent(Duration::from_secs(10));
+    let post = |id| oplite_cli::http::checkpoint_request(&agent, &service.url(), "dev", "c1", id).unwrap();
+    assert_eq!(post(3), Some(3));
+    assert_eq!(post(2), Some(3));
+    assert_eq!(post(i64::MAX), Some(i64::MAX));
+    assert_eq!(service.stats().checkpoint_requests, 3);
+    assert_eq!(service.stats().invalid_requests, 0);
+    let elsewhere = format!("{}/not-the-service", service.url());
+    assert_eq!(oplite_cli::http::checkpoint_request(&agent, &elsewhere, "dev", "c1", 1).unwrap(), None);
+    assert!(matches!(
+        oplite_cli::http::checkpoint_request(&agent, &service.url(), "not-a-token", "c1", 1),
+        Err(oplite_cli::http::RequestError::Unauthorized(_))
+    ));
+}
+
+// needs oplite checkpoint requests (h-ckpt)
+#[test]
+#[ignore = "needs oplite checkpoint requests (h-ckpt)"]
+fn local_writes_are_confirmed_by_a_checkpoint_request_in_requests_mode() {
+    use oplite_cli::checkpoint::CheckpointMode;
+    let dir = scratch("requests");
+    let spec = StreamSpec::benchmark(1_000);
+    let service = generated(spec.clone());
+    let path = dir.join("app.db");
+    let db = Database::open(&path).unwrap();
+    let mut requests = options(&service, dev());
+    requests.checkpoint_mode = CheckpointMode::Requests;
+
+    // The first connection probes with 1 and seeds the engine with it.
+    let first = oplite_cli::run(&db, &requests).unwrap();
+    assert_eq!(first.ops, 1_000);
+    assert_eq!(first.checkpoint_requests, 1);
+    assert_eq!(service.stats().checkpoint_requests, 1);
+
+    let conn = db.conn();
+    local::write(conn, ROW_TYPE, "thisismyrowid5", &LocalWrite::Patch(local::columns(json!({"note": "edited"})))).unwrap();
+    local::write(conn, "notes", "n1", &LocalWrite::Put(local::columns(json!({"text": "hello"})))).unwrap();
+    assert_eq!(kv(conn, "target_checkpoint_request_id"), Some(i64::MAX));
+
+    // Reconnect (seed 1 again: the engine's counter is 1, the service's
+    // record 1), upload, allocate 2, post it, gate on it, and the stream
+    // reports 2 as its write checkpoint.
+    let second = oplite_cli::run(&db, &requests).unwrap();
+    assert_eq!(second.uploaded, 2);
+    assert_eq!(second.checkpoint_requests, 2, "the connection's seed and the upload's request");
+    assert_eq!(second.confirmed_write_checkpoint, Some(2));
+    let stats = service.stats();
+    assert_eq!((stats.checkpoint_requests, stats.write_checkpoints, stats.invalid_requests), (3, 0, 0));
+    assert_eq!(count(conn, "SELECT count(*) FROM ps_crud"), 0);
+    assert_eq!(kv(conn, "target_checkpoint_request_id"), Some(2));
+    assert_eq!(kv(conn, "last_requested_checkpoint_request_id"), Some(2));
+    let rows = untyped(conn);
+    assert_eq!(rows[ROW_TYPE]["thisismyrowid5"], json!({"id": "thisismyrowid5", "n": 5, "note": "edited"}));
+    assert_eq!(rows["notes"]["n1"], json!({"id": "n1", "text": "hello"}));
+
+    // A fresh database (a new client id) against the same service, then a
+    // write during the live stream: seeded, uploaded, confirmed on the
+    // open connection.
+    let fresh = dir.join("fresh.db");
+    drop(Database::open(&fresh).unwrap());
+    let mut wrote = false;
+    let live = run_live(
+        &fresh,
+        requests.clone(),
+        |conn| kv(conn, "last_applied_checkpoint_request_id").is_some(),
+        |conn, _| {
+            if count(conn, "SELECT count(*) FROM ps_sync_state") > 0 && !wrote {
+                local::write(conn, "todos", "live-1", &LocalWrite::Put(local::columns(json!({"done": 0})))).unwrap();
+                wrote = true;
+            }
+        },
+    );
+    assert_eq!(live.connections, 1, "the upload and its checkpoint went over the open stream");
+    assert_eq!(live.confirmed_write_checkpoint, Some(2));
+}
+
 /// Runs the loop on its own thread until `done` says so (or 60 s pass).
 fn run_live(
     path: &Path,

@@ -4,20 +4,32 @@
 // service could see.
 //
 //   OPLITE_SO=target/release/liboplite.so \
-//   OPLITE_TEST_SERVER=target/release/oplite-test-server node run.mjs
+//   OPLITE_TEST_SERVER=target/release/oplite-test-server node run.mjs [--mode legacy|requests] [--cores bundled,oplite]
 //
+// --mode is the SDK's checkpoint mode (default legacy; scenario.mjs).
+// --cores bundled runs the reference alone: the scenario's own checks,
+// no comparison (OPLITE_SO is then not needed).
 // OPLITE_NODE_ROWS (default 100000) sets the size of the initial sync.
 import { spawn } from 'node:child_process';
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isDeepStrictEqual } from 'node:util';
+import { isDeepStrictEqual, parseArgs } from 'node:util';
 
+const { values: opts } = parseArgs({
+  options: { mode: { type: 'string', default: 'legacy' }, cores: { type: 'string', default: 'bundled,oplite' } },
+});
+const mode = opts.mode;
+const cores = opts.cores.split(',');
+if (!['legacy', 'requests'].includes(mode) || cores.some((c) => !['bundled', 'oplite'].includes(c)) || cores[0] !== 'bundled') {
+  console.error('usage: node run.mjs [--mode legacy|requests] [--cores bundled,oplite | bundled]');
+  process.exit(2);
+}
 const so = process.env.OPLITE_SO;
 const server = process.env.OPLITE_TEST_SERVER;
 const rows = Number(process.env.OPLITE_NODE_ROWS ?? 100000);
-if (!so || !server) {
+if ((!so && cores.includes('oplite')) || !server) {
   console.error('set OPLITE_SO (liboplite.so) and OPLITE_TEST_SERVER (the oplite-test-server binary)');
   process.exit(2);
 }
@@ -44,14 +56,20 @@ async function run(core) {
     if (core === 'oplite') env.OPLITE_CORE_PATH = so;
     else delete env.OPLITE_CORE_PATH;
     const out = join(work, `${core}.json`);
-    const args = ['scenario.mjs', '--core', core, '--url', url, '--dir', join(work, core), '--out', out, '--rows', String(rows)];
+    const args = ['scenario.mjs', '--core', core, '--mode', mode, '--url', url, '--dir', join(work, core), '--out', out, '--rows', String(rows)];
     const code = await new Promise((resolve) => {
       const scenario = spawn(process.execPath, args, { cwd: fileURLToPath(new URL('.', import.meta.url)), env, stdio: 'inherit' });
       const timer = setTimeout(() => scenario.kill('SIGKILL'), 300_000);
       scenario.on('exit', (c, signal) => { clearTimeout(timer); resolve(c ?? signal); });
     });
-    if (code !== 0) throw new Error(`the ${core} run failed (${code})`);
-    return JSON.parse(readFileSync(out, 'utf8'));
+    // A failed run: what it was doing and why (scenario.mjs writes that),
+    // kept to report next to the other run's result.
+    let result = null;
+    try { result = JSON.parse(readFileSync(out, 'utf8')); } catch {}
+    if (code !== 0 || result?.failed) {
+      return { core, failed: `${result?.failed ?? 'no result written'} (exit ${code})`, step: result?.step ?? 'unknown' };
+    }
+    return result;
   } finally {
     child.kill();
   }
@@ -59,11 +77,22 @@ async function run(core) {
 
 const results = {};
 try {
-  for (const core of ['bundled', 'oplite']) results[core] = await run(core);
+  for (const core of cores) results[core] = await run(core);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
 const { bundled, oplite } = results;
+const failedRuns = Object.values(results).filter((r) => r.failed);
+if (failedRuns.length) {
+  console.error(`\nFAILED (${mode} mode):`);
+  for (const r of Object.values(results)) {
+    console.error(r.failed ? `  the ${r.core} run failed while ${r.step}: ${r.failed}` : `  the ${r.core} run completed`);
+  }
+  if (!bundled.failed && oplite?.failed) {
+    console.error('  so oplite does not do what the bundled core does here; nothing further to compare');
+  }
+  process.exit(1);
+}
 
 // What both runs must agree on. Left out: timings, the core version
 // strings, how many times the watched query fired and the service's
@@ -81,17 +110,34 @@ const pick = (r) => ({
   serviceUploads: r.serviceUploads,
   pendingInTransaction: r.pendingInTransaction,
   serviceStreams: r.serviceStreams,
-  serviceStats: (({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints }) =>
-    ({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints }))(r.serviceStats),
+  serviceStats: (({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints, checkpoint_requests }) =>
+    ({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints, checkpoint_requests }))(r.serviceStats),
+  checkpointRequest: r.checkpointRequest,
 });
 const failures = [];
 const a = pick(bundled);
-const b = pick(oplite);
-for (const key of Object.keys(a)) {
-  if (!isDeepStrictEqual(a[key], b[key])) {
-    failures.push(`${key} differs:\n  bundled ${JSON.stringify(a[key])}\n  oplite  ${JSON.stringify(b[key])}`);
+// The first difference inside a value, as a path, so that a long value
+// (a transition list, a batch) does not hide where it differs.
+const firstDifference = (x, y, path = '') => {
+  if (isDeepStrictEqual(x, y)) return null;
+  if (x && y && typeof x === 'object' && typeof y === 'object' && Array.isArray(x) === Array.isArray(y)) {
+    if (Array.isArray(x) && x.length !== y.length) return `${path || '.'}: length ${x.length} vs ${y.length}`;
+    for (const k of new Set([...Object.keys(x), ...Object.keys(y)])) {
+      const d = firstDifference(x[k], y[k], `${path}.${k}`);
+      if (d) return d;
+    }
+  }
+  return `${path || '.'}: ${JSON.stringify(x)} vs ${JSON.stringify(y)}`;
+};
+if (oplite) {
+  const b = pick(oplite);
+  for (const key of Object.keys(a)) {
+    if (!isDeepStrictEqual(a[key], b[key])) {
+      failures.push(`${key} differs (first at ${firstDifference(a[key], b[key])}):\n  bundled ${JSON.stringify(a[key])}\n  oplite  ${JSON.stringify(b[key])}`);
+    }
   }
 }
+const ran = Object.values(results);
 
 // And what the scenario must have shown at all (checked on the reference run).
 const lists = Math.max(1, Math.floor(rows / 100));
@@ -100,28 +146,46 @@ expect(`${lists + 1} lists and ${rows - lists + 2} todos`, a.tables.lists === li
 expect('4 upload batches of 14 entries', a.serviceStats.upload_batches === 4 && a.serviceStats.uploaded_ops === 14);
 expect(`one dropped stream, resumed from where it broke off (${a.serviceStats.dropped_streams} dropped; stream requests ${JSON.stringify(a.serviceStreams)})`, a.serviceStats.dropped_streams === 1 &&
   a.serviceStreams.length === 3 && a.serviceStreams[1].buckets.some((bucket) => Number(bucket.after) > 0));
-expect(`ps_crud counted inside the writing transaction: 5, then 6 (bundled ${bundled.pendingInTransaction}, oplite ${oplite.pendingInTransaction})`,
-  [bundled, oplite].every((r) => isDeepStrictEqual(r.pendingInTransaction, [5, 6])));
-expect('fetchCredentials twice (connect, expired token)', a.credentialFetches === 2);
-expect(`no request refused by the service's validation (bundled ${bundled.serviceStats.invalid_requests}, oplite ${oplite.serviceStats.invalid_requests})`,
-  bundled.serviceStats.invalid_requests === 0 && oplite.serviceStats.invalid_requests === 0);
+expect(`ps_crud counted inside the writing transaction: 5, then 6 (${ran.map((r) => `${r.core} ${r.pendingInTransaction}`).join(', ')})`,
+  ran.every((r) => isDeepStrictEqual(r.pendingInTransaction, [5, 6])));
+// In requests mode the SDK posts the connection's checkpoint request while
+// it opens the stream: both ask the connector for credentials at once, on
+// connect and after the token expired.
+const fetches = mode === 'legacy' ? 2 : 4;
+expect(`fetchCredentials ${fetches} times (connect, expired token${mode === 'legacy' ? '' : ': each for the stream and the checkpoint request'}; ${a.credentialFetches})`,
+  a.credentialFetches === fetches);
+expect(`no request refused by the service's validation (${ran.map((r) => `${r.core} ${r.serviceStats.invalid_requests}`).join(', ')})`,
+  ran.every((r) => r.serviceStats.invalid_requests === 0));
 expect('download progress up to every row', a.progress.maxTotal === rows);
-expect('the bundled core in the first run and oplite in the second', !bundled.coreIsOplite && oplite.coreIsOplite);
+expect('the bundled core in the first run and oplite in the second', !bundled.coreIsOplite && (!oplite || oplite.coreIsOplite));
+if (mode === 'legacy') {
+  expect(`write checkpoints from write-checkpoint2.json only (${a.serviceStats.write_checkpoints}, checkpoint requests ${a.serviceStats.checkpoint_requests})`,
+    a.serviceStats.write_checkpoints >= 1 && a.serviceStats.checkpoint_requests === 0);
+} else {
+  expect(`write checkpoints from /sync/checkpoint-request only (${a.serviceStats.checkpoint_requests}, write-checkpoint2.json ${a.serviceStats.write_checkpoints})`,
+    a.serviceStats.checkpoint_requests >= 2 && a.serviceStats.write_checkpoints === 0);
+  expect('requestCheckpoint() applied, with the service versions of every uploaded row',
+    a.checkpointRequest?.hasSyncedAfter === true && a.checkpointRequest.rows.length === 12 && a.checkpointRequest.rows.every((r) => r.applied));
+}
 const seen = (f) => a.transitions.some(f);
 expect('connected, downloading with progress, hasSynced and lastSyncedAt in the status',
   seen((t) => t.connected) && seen((t) => t.downloading && t.progress) && seen((t) => t.hasSynced && t.lastSyncedAt));
 expect('no rows left after disconnectAndClear', Object.values(a.afterClear).every((v) => v === 0 || v === false));
 
 const t = (r) => r.timings;
-console.log(`\nNode SDK drop-in (@powersync/node 1.1.0, ${rows} rows; ms)`);
-console.log('| core | initial sync | upload round trip | token refresh | disconnectAndClear | whole run |');
-console.log('|---|---:|---:|---:|---:|---:|');
-for (const r of [bundled, oplite]) {
-  console.log(`| ${r.core} (${r.coreVersion}) | ${t(r).initialSyncMs} | ${t(r).uploadRoundTripMs} | ${t(r).tokenRefreshMs} | ${t(r).disconnectAndClearMs} | ${t(r).totalMs} |`);
+console.log(`\nNode SDK drop-in (@powersync/node 1.1.0, ${mode} checkpoint mode, ${rows} rows; ms)`);
+console.log('| core | initial sync | upload round trip | requestCheckpoint | token refresh | disconnectAndClear | whole run |');
+console.log('|---|---:|---:|---:|---:|---:|---:|');
+for (const r of ran) {
+  console.log(`| ${r.core} (${r.coreVersion}) | ${t(r).initialSyncMs} | ${t(r).uploadRoundTripMs} | ${t(r).requestCheckpointMs ?? '-'} | ${t(r).tokenRefreshMs} | ${t(r).disconnectAndClearMs} | ${t(r).totalMs} |`);
 }
 if (failures.length) {
-  console.error(`\nFAILED: the runs differ or missed a step:\n${failures.join('\n')}`);
+  console.error(`\nFAILED (${mode} mode): the runs differ or missed a step:\n${failures.join('\n')}`);
   process.exit(1);
 }
-console.log(`\nidentical: app tables (${a.tables.lists} lists, ${a.tables.todos} todos), ${a.serviceStats.upload_batches} upload batches, ` +
+if (!oplite) {
+  console.log(`\nthe bundled core alone (${mode} mode): every check of the scenario passed; nothing compared`);
+  process.exit(0);
+}
+console.log(`\n${mode} mode, identical: app tables (${a.tables.lists} lists, ${a.tables.todos} todos), ${a.serviceStats.upload_batches} upload batches, ` +
   `${a.transitions.length} status transitions, ${a.serviceStats.streams} streams (1 dropped and resumed), ${a.credentialFetches} credential fetches, empty after disconnectAndClear`);

@@ -1,10 +1,19 @@
 // One run of the drop-in scenario with one core: node scenario.mjs
-// --core bundled|oplite --url http://127.0.0.1:PORT --dir DIR --out result.json
+// --core bundled|oplite --mode legacy|requests --url http://127.0.0.1:PORT
+// --dir DIR --out result.json
 //
 // Connects the official Node SDK to the loopback service, syncs the
 // `two-tables` dataset (drop mid-stream, resume), writes locally, uploads
 // through the connector, waits for the write checkpoint, expires the token,
 // and ends with disconnectAndClear. Writes what run.mjs compares.
+//
+// --mode is the SDK's checkpoint mode (connect({ checkpointMode })):
+// legacy asks GET /write-checkpoint2.json after an upload; requests posts
+// client-allocated ids to POST /sync/checkpoint-request (seeded on every
+// connection) and also awaits db.requestCheckpoint() after the upload,
+// then checks that the uploaded rows' server versions are applied.
+//
+// A failing run still writes --out: {"failed": message, "step": step}.
 import { createHash } from 'node:crypto';
 import { writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
@@ -14,6 +23,7 @@ import { PowerSyncDatabase, Schema, Table, column, createConsoleLogger, LogLevel
 const { values: args } = parseArgs({
   options: {
     core: { type: 'string' },
+    mode: { type: 'string', default: 'legacy' },
     url: { type: 'string' },
     dir: { type: 'string' },
     out: { type: 'string' },
@@ -26,9 +36,24 @@ const { values: args } = parseArgs({
 const ROWS = Number(args.rows);
 args['drop-after'] ??= String(Math.max(8, Math.round((40 * ROWS) / 100000)));
 const url = args.url;
+const MODE = args.mode;
+if (MODE !== 'legacy' && MODE !== 'requests') throw new Error(`--mode legacy|requests, not ${MODE}`);
+// What the run was doing, for the report of a failed run.
+let step = 'opening the database';
+// The last error the SDK logged (other than the planned drop), for the
+// report of a failed run.
+let lastSdkError = null;
+process.on('unhandledRejection', (e) => fail(e));
+process.on('uncaughtException', (e) => fail(e));
+function fail(e) {
+  console.error(`[${args.core} ${MODE}] FAILED while ${step}:`, e);
+  const failed = String(e?.message ?? e) + (lastSdkError ? `; the SDK's last error: ${lastSdkError}` : '');
+  try { writeFileSync(args.out, JSON.stringify({ core: args.core, mode: MODE, failed, step })); } catch {}
+  process.exit(1);
+}
 const t0 = performance.now();
 const elapsed = () => Math.round(performance.now() - t0);
-const log = (...m) => console.error(`[${args.core} ${(elapsed() / 1000).toFixed(1)}s]`, ...m);
+const log = (...m) => console.error(`[${args.core} ${MODE} ${(elapsed() / 1000).toFixed(1)}s]`, ...m);
 
 const schema = new Schema({
   lists: new Table({ name: column.text, created_at: column.text }),
@@ -83,7 +108,7 @@ const dir = args.dir;
 rmSync(dir, { recursive: true, force: true });
 mkdirSync(dir, { recursive: true });
 const consoleLogger = createConsoleLogger({
-  prefix: `PowerSync ${args.core}`,
+  prefix: `PowerSync ${args.core} ${MODE}`,
   minLevel: process.env.OPLITE_NODE_DEBUG ? LogLevels.trace : LogLevels.warn,
 });
 // The planned drop of step 1 makes the SDK log one 'Sync error' with a long
@@ -96,6 +121,9 @@ const logger = {
       expectedSyncErrors--;
       log(`expected: the stream the service dropped failed in the SDK (${record.error.message ?? record.error}); rejected as planned, reconnecting`);
       return;
+    }
+    if (record.error || record.level >= LogLevels.error) {
+      lastSdkError = `${record.message}${record.error ? `: ${record.error.message ?? record.error}` : ''}`;
     }
     consoleLogger.log(record);
   },
@@ -143,7 +171,7 @@ const waitFor = (what, predicate, ms = 120_000) =>
       } catch (e) {
         return reject(e);
       }
-      if (Date.now() - started > ms) return reject(new Error(`timed out waiting for ${what}`));
+      if (Date.now() - started > ms) return reject(new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`));
       setTimeout(tick, 20);
     };
     tick();
@@ -161,19 +189,28 @@ db.watch(
   { signal: abortWatch.signal, throttleMs: 10 },
 );
 
+// Rejects after ms: the SDK's waits must not hang the run.
+const withTimeout = (what, promise, ms = 60_000) => {
+  let timer;
+  const timeout = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms); });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+};
+
 const timings = {};
 // 1. Initial sync: the first stream is cut mid-way; the SDK reconnects and resumes.
 log(`the service drops the first stream after ${args['drop-after']} lines: expect one sync error, then a reconnect`);
 await dev('POST', `/dev/drop-next-stream?after=${args['drop-after']}`);
 expectedSyncErrors = 1;
 let mark = performance.now();
-await db.connect(connector, { retryDelayMs: 200, crudUploadThrottleMs: 10 });
+step = 'the initial sync';
+await db.connect(connector, { retryDelayMs: 200, crudUploadThrottleMs: 10, checkpointMode: MODE });
 await db.waitForFirstSync();
 timings.initialSyncMs = Math.round(performance.now() - mark);
 await waitFor('the watched query to see every row', () => watched && watched.lists + watched.todos === ROWS);
 log(`initial sync of ${ROWS} rows in ${timings.initialSyncMs} ms`, watched);
 
 // 2. Local writes, uploaded through uploadData, confirmed by a write checkpoint.
+step = 'uploading local writes';
 mark = performance.now();
 const syncedBefore = db.currentStatus.lastSyncedAt?.getTime() ?? 0;
 // lastSyncedAt has one-second resolution: start in the next second so the
@@ -199,17 +236,66 @@ await db.writeTransaction(async (tx) => {
 await db.execute("DELETE FROM todos WHERE id IN ('todo4', 'todo5', 'local4')");
 openGate();
 await waitFor('the upload queue to drain', async () => (await db.get('SELECT count(*) AS n FROM ps_crud')).n === 0);
-await waitFor('the write checkpoint to be applied', async () => {
+step = 'waiting for the write checkpoint of the upload';
+// What the service had counted, for the report of a timeout.
+let seenStats = null;
+const checkpointWait = () => `the write checkpoint to be applied (the service counted ${seenStats?.write_checkpoints} write-checkpoint2.json ` +
+  `and ${seenStats?.checkpoint_requests} checkpoint-request requests, ${seenStats?.invalid_requests} refused; ` +
+  `status: ${JSON.stringify({ connected: db.currentStatus.connected, uploading: db.currentStatus.dataFlowStatus.uploading })})`;
+await waitFor(checkpointWait, async () => {
   const s = db.currentStatus;
   const log = await http('GET', '/dev/log');
-  return log.stats.write_checkpoints >= 1 && s.lastSyncedAt && s.lastSyncedAt.getTime() > syncedBefore && !s.dataFlowStatus.uploading && !s.dataFlowStatus.downloading;
+  seenStats = log.stats;
+  // Legacy: the SDK asked write-checkpoint2.json; requests: it posted an
+  // id to /sync/checkpoint-request (besides the seed of each connection).
+  const asked = MODE === 'legacy' ? log.stats.write_checkpoints >= 1 : log.stats.checkpoint_requests >= 1;
+  return asked && s.lastSyncedAt && s.lastSyncedAt.getTime() > syncedBefore && !s.dataFlowStatus.uploading && !s.dataFlowStatus.downloading;
 });
 await waitFor('the watched query to see the local writes', () => watched && watched.local === 7);
 timings.uploadRoundTripMs = Math.round(performance.now() - mark);
 log(`uploaded and confirmed in ${timings.uploadRoundTripMs} ms`, watched);
 
+// Requests mode: an explicit checkpoint request after the upload, awaited
+// until the core applied it; the uploaded rows must then be the service's
+// versions (ps_oplog holds the service's data for each, the app table
+// the same values) and the deleted ones gone from both.
+let checkpointRequest = null;
+if (MODE === 'requests') {
+  step = 'awaiting db.requestCheckpoint()';
+  mark = performance.now();
+  const request = await withTimeout('db.requestCheckpoint()', db.requestCheckpoint());
+  const hasSyncedBefore = request.hasSynced;
+  await withTimeout('CheckpointRequest.waitForSync()', request.waitForSync({ signal: AbortSignal.timeout(60_000) }));
+  timings.requestCheckpointMs = Math.round(performance.now() - mark);
+  step = 'checking the server versions of the uploaded rows';
+  const uploaded = {
+    todos: ['local0', 'local1', 'local2', 'local3', 'todo1', 'todo2', 'todo3'],
+    lists: ['locallist', 'list2'],
+  };
+  const rows = [];
+  for (const [table, ids] of Object.entries(uploaded)) {
+    for (const id of ids) {
+      const local = await db.getOptional(`SELECT * FROM ${table} WHERE id = ?`, [id]);
+      const op = await db.getOptional('SELECT data FROM ps_oplog WHERE row_type = ? AND row_id = ?', [table, id]);
+      const server = op?.data == null ? null : JSON.parse(op.data);
+      const applied = local != null && server != null && Object.entries(server).every(([k, v]) => local[k] === v);
+      rows.push({ table, id, applied, server });
+      if (!applied) throw new Error(`${table} ${id}: the service's version ${JSON.stringify(server)} is not the local row ${JSON.stringify(local)}`);
+    }
+  }
+  for (const [table, id] of [['todos', 'todo4'], ['todos', 'todo5'], ['todos', 'local4']]) {
+    const local = await db.getOptional(`SELECT id FROM ${table} WHERE id = ?`, [id]);
+    const op = await db.getOptional('SELECT 1 AS x FROM ps_oplog WHERE row_type = ? AND row_id = ?', [table, id]);
+    if (local != null || op != null) throw new Error(`${table} ${id} was deleted and uploaded, but is still there (table: ${local != null}, ps_oplog: ${op != null})`);
+    rows.push({ table, id, applied: true, server: null });
+  }
+  checkpointRequest = { hasSyncedBefore, hasSyncedAfter: request.hasSynced, rows };
+  log(`requestCheckpoint() applied in ${timings.requestCheckpointMs} ms; ${rows.length} uploaded rows are the service's versions`);
+}
+
 // 3. Token expiry: the service ends the stream with token_expires_in 0; the
 // SDK fetches new credentials and reconnects.
+step = 'refreshing the expired token';
 mark = performance.now();
 const fetchesBefore = credentialFetches;
 const streamsBefore = (await http('GET', '/dev/log')).stats.streams;
@@ -234,6 +320,7 @@ const sample = await db.getAll("SELECT * FROM todos WHERE id IN ('local0', 'todo
 const service = await http('GET', '/dev/log');
 
 // 4. disconnectAndClear: every synced and local row is gone.
+step = 'disconnectAndClear';
 mark = performance.now();
 abortWatch.abort();
 await db.disconnectAndClear();
@@ -252,6 +339,7 @@ timings.totalMs = elapsed() - pause;
 
 const result = {
   core: args.core,
+  mode: MODE,
   coreVersion,
   coreIsOplite,
   timings,
@@ -268,6 +356,7 @@ const result = {
   serviceStats: service.stats,
   watchResults,
   pendingInTransaction,
+  checkpointRequest,
 };
 writeFileSync(args.out, JSON.stringify(result, null, 2));
 log(`done in ${timings.totalMs} ms`);

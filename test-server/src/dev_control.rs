@@ -48,6 +48,7 @@ pub(super) fn handle(shared: &Shared, request: tiny_http::Request) -> Option<tin
                 "upload_batches": s.upload_batches,
                 "uploaded_ops": s.uploaded_ops,
                 "write_checkpoints": s.write_checkpoints,
+                "checkpoint_requests": s.checkpoint_requests,
                 "lines_sent": s.lines_sent,
                 "bytes_sent": s.bytes_sent,
             });

@@ -61,6 +61,7 @@ pub(crate) fn error_body(status: u16, code: &str, description: &str) -> Value {
 enum Route {
     SyncStream,
     WriteCheckpoint,
+    CheckpointRequest,
     Upload,
 }
 
@@ -102,6 +103,7 @@ pub(crate) fn handle(shared: &Shared, mut request: tiny_http::Request) {
     let route = match (&method, path.as_str()) {
         (tiny_http::Method::Post, "/sync/stream") => Route::SyncStream,
         (tiny_http::Method::Get, "/write-checkpoint2.json") => Route::WriteCheckpoint,
+        (tiny_http::Method::Post, "/sync/checkpoint-request") => Route::CheckpointRequest,
         (tiny_http::Method::Post, "/upload") => Route::Upload,
         _ => {
             let description = format!("The path \"{path}\" does not exist on this server");
@@ -119,9 +121,14 @@ pub(crate) fn handle(shared: &Shared, mut request: tiny_http::Request) {
     }
 
     // As the service: the request is validated first, then its token.
+    let mut requested_id = 0;
     let params = match route {
         Route::SyncStream => validate::sync_stream_request(&url, header(&request, "Content-Type"), &body),
         Route::WriteCheckpoint => validate::write_checkpoint_request(&url),
+        Route::CheckpointRequest => validate::checkpoint_request(&url, header(&request, "Content-Type"), &body).map(|(params, id)| {
+            requested_id = id;
+            params
+        }),
         Route::Upload => Ok(Value::Null),
     };
     let params = match params {
@@ -151,12 +158,31 @@ pub(crate) fn handle(shared: &Shared, mut request: tiny_http::Request) {
             // absent client id is allowed.
             let client_id = params["client_id"].as_str().unwrap_or_default().to_owned();
             let mut state = shared.lock();
-            state.last_write_checkpoint += 1;
-            let wc = state.last_write_checkpoint;
-            state.write_checkpoints.insert(client_id, wc);
+            let wc = state.create_write_checkpoint(&client_id);
             state.stats.write_checkpoints += 1;
             shared.bump(state);
             let _ = request.respond(json_response(200, &json!({"data": {"write_checkpoint": wc.to_string()}})));
+        }
+        Route::CheckpointRequest => {
+            // The answer is the record after the request: the larger of the
+            // id and the record. Streams of that client see a new
+            // checkpoint only when the record moved.
+            let client_id = params["client_id"].as_str().unwrap_or_default().to_owned();
+            let mut state = shared.lock();
+            let (record, advanced) = state.request_checkpoint(&client_id, requested_id);
+            state.stats.checkpoint_requests += 1;
+            if advanced {
+                shared.bump(state);
+            } else {
+                drop(state);
+            }
+            // The service's handler (checkpointing.ts) answers
+            // `write_checkpoint`; the SDKs read `checkpoint_request_id`
+            // (@powersync/common 2.3.0's `requestCheckpointFromService`, the
+            // Swift SDK's mock service): both, with the same value.
+            let record = record.to_string();
+            let body = json!({"data": {"write_checkpoint": record, "checkpoint_request_id": record}});
+            let _ = request.respond(json_response(200, &body));
         }
         Route::Upload => {
             let parsed: Value = serde_json::from_str(&body).unwrap_or(Value::Null);

@@ -10,13 +10,15 @@
 //! | request | answer |
 //! |---|---|
 //! | `POST /sync/stream` (body: the core's `EstablishSyncStream.request`) | the sync stream: newline-delimited JSON, or BSON documents back to back when the `Accept` header names `application/vnd.powersync.bson-stream`; chunked, kept open with `{"token_expires_in": N}` keep-alive lines |
-//! | `GET /write-checkpoint2.json?client_id=C` | `{"data":{"write_checkpoint":"N"}}`; the next checkpoint sent to client C carries `write_checkpoint: N` |
+//! | `GET /write-checkpoint2.json?client_id=C` | `{"data":{"write_checkpoint":"N"}}`, N being client C's record plus one; the next checkpoint sent to client C carries `write_checkpoint: N` |
+//! | `POST /sync/checkpoint-request` (body `{"client_id": C, "checkpoint_request_id": "N"}`) | `{"data":{"write_checkpoint":"M","checkpoint_request_id":"M"}}` (the service's handler names it `write_checkpoint`, the SDKs read `checkpoint_request_id`), M = max(N, client C's record), which becomes the record; when it moved, the next checkpoint sent to client C carries `write_checkpoint: M` |
 //! | `POST /upload` (body `{"batch": [ps_crud entries]}`) | applies the batch to the service's buckets; stands in for the app's backend, which the PowerSync service does not include |
 //! | `GET /dev/token?ttl=SECONDS` | a new token (plain text): a JWT the service signed, valid for `ttl` seconds (default 3600) |
 //! | `GET /probes/liveness` | `200 ok` |
 //! | `POST /dev/drop-next-stream`, `POST /dev/expire-token`, `GET /dev/log` | faults and a log of uploads and stream requests, for tests in another process (`dev_control`) |
 //!
-//! `POST /sync/stream` and `GET /write-checkpoint2.json` are validated as
+//! `POST /sync/stream`, `GET /write-checkpoint2.json` and
+//! `POST /sync/checkpoint-request` are validated as
 //! the PowerSync service validates them ([`validate`]: 400 `PSYNC_S2001`,
 //! or Fastify's body errors), then their token is checked as the service
 //! checks it ([`auth`]: 401 with `PSYNC_S2101`, `S2103`, `S2104`, `S2105` or
@@ -142,8 +144,10 @@ pub struct Stats {
     pub upload_batches: u64,
     /// Upload entries applied.
     pub uploaded_ops: u64,
-    /// Write checkpoints issued.
+    /// Write checkpoints issued by `GET /write-checkpoint2.json`.
     pub write_checkpoints: u64,
+    /// `POST /sync/checkpoint-request` requests answered.
+    pub checkpoint_requests: u64,
     /// Lines written on all streams.
     pub lines_sent: u64,
     /// Bytes of lines written on all streams.
@@ -478,6 +482,95 @@ mod http_tests {
         assert_eq!(post(json!({"batch": [good]})), 200);
         assert_eq!(service.uploaded_rows().len(), 1);
         assert_eq!(service.stats().uploaded_ops, 1);
+    }
+
+    /// POST /sync/checkpoint-request: status and body.
+    fn post_checkpoint_request(service: &TestService, authorization: Option<&str>, body: &str) -> (u16, Value) {
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let mut request =
+            agent.post(format!("{}/sync/checkpoint-request", service.url())).header("Content-Type", "application/json");
+        if let Some(value) = authorization {
+            request = request.header("Authorization", value);
+        }
+        let mut response = request.send(body.to_owned()).unwrap();
+        let status = response.status().as_u16();
+        (status, serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap())
+    }
+
+    #[test]
+    fn checkpoint_requests_answer_the_larger_id_after_validation_and_the_token() {
+        let service = TestService::start(ServiceOptions::new(Dataset::Buckets(Vec::new()))).unwrap();
+        let token = Some("Token dev");
+        let request = |id: &str| format!(r#"{{"client_id": "c1", "checkpoint_request_id": {id}}}"#);
+        let answer = |id: &str| json!({"data": {"write_checkpoint": id, "checkpoint_request_id": id}});
+        // Validated before the token is looked at.
+        let (status, body) = post_checkpoint_request(&service, None, r#"{"client_id": "c1", "checkpoint_request_id": "0"}"#);
+        assert_eq!((status, body["error"]["code"].as_str().unwrap()), (400, "PSYNC_S2001"));
+        assert_eq!(body["error"]["details"], "[\"Expected checkpoint_request_id between 1 and 9223372036854775807\"]");
+        let (status, body) = post_checkpoint_request(&service, None, &request("\"1\""));
+        assert_eq!((status, body["error"]["code"].as_str().unwrap()), (401, "PSYNC_S2106"));
+        // The answer is max(id, record), as a string, in the service's
+        // {"data": ...} envelope.
+        assert_eq!(post_checkpoint_request(&service, token, &request("\"1\"")), (200, answer("1")));
+        assert_eq!(post_checkpoint_request(&service, token, &request("7")), (200, answer("7")));
+        assert_eq!(post_checkpoint_request(&service, token, &request("\"3\"")), (200, answer("7")));
+        // A legacy write checkpoint counts on from the record.
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let mut response = agent.get(format!("{}/write-checkpoint2.json?client_id=c1", service.url())).header("Authorization", "Token dev").call().unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&response.body_mut().read_to_string().unwrap()).unwrap(), json!({"data": {"write_checkpoint": "8"}}));
+        // GET is not the route.
+        assert_eq!(agent.get(format!("{}/sync/checkpoint-request", service.url())).call().unwrap().status().as_u16(), 404);
+        let stats = service.stats();
+        assert_eq!((stats.checkpoint_requests, stats.write_checkpoints, stats.invalid_requests, stats.unauthorized), (3, 1, 1, 1));
+    }
+
+    #[test]
+    fn a_stream_reports_the_requested_id_as_its_write_checkpoint() {
+        use std::io::BufRead;
+        let mut options = ServiceOptions::new(Dataset::Buckets(Vec::new()));
+        options.keepalive = Duration::from_millis(200);
+        let service = TestService::start(options).unwrap();
+        let post = |id: &str| post_checkpoint_request(&service, Some("Token dev"), &format!(r#"{{"client_id": "c1", "checkpoint_request_id": "{id}"}}"#)).1;
+        // The connection's probe: 1 when the client has nothing.
+        assert_eq!(post("1")["data"]["write_checkpoint"], "1");
+        let response = ureq::post(format!("{}/sync/stream", service.url()))
+            .header("Authorization", "Token dev")
+            .header("Content-Type", "application/json")
+            .send(r#"{"buckets":[],"client_id":"c1","parameters":{}}"#)
+            .unwrap();
+        let mut reader = std::io::BufReader::new(response.into_body().into_reader());
+        let mut next = || {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            serde_json::from_str::<Value>(&line).unwrap()
+        };
+        // The kind of line and its write_checkpoint, skipping keep-alives.
+        let mut next_checkpoint = || loop {
+            let line = next();
+            let (kind, body) = line.as_object().unwrap().iter().next().map(|(k, v)| (k.clone(), v.clone())).unwrap();
+            if kind != "token_expires_in" {
+                return (kind, body["write_checkpoint"].clone(), body["last_op_id"].clone());
+            }
+        };
+        assert_eq!(next_checkpoint(), ("checkpoint".into(), json!("1"), json!("0")));
+        assert_eq!(next_checkpoint().0, "checkpoint_complete");
+        // An upload's request: a new checkpoint carries it.
+        post("2");
+        assert_eq!(next_checkpoint(), ("checkpoint_diff".into(), json!("2"), json!("0")));
+        assert_eq!(next_checkpoint().0, "checkpoint_complete");
+        // A stale or repeated id moves nothing: no checkpoint for it (only
+        // keep-alives), and the next one that moves is the next checkpoint.
+        post("2");
+        post("1");
+        std::thread::sleep(Duration::from_millis(500));
+        post("9");
+        assert_eq!(next_checkpoint(), ("checkpoint_diff".into(), json!("9"), json!("0")));
+        // Another client's request is not this stream's.
+        post_checkpoint_request(&service, Some("Token dev"), r#"{"client_id": "c2", "checkpoint_request_id": "50"}"#);
+        assert_eq!(next_checkpoint().0, "checkpoint_complete");
+        std::thread::sleep(Duration::from_millis(500));
+        post("10");
+        assert_eq!(next_checkpoint(), ("checkpoint_diff".into(), json!("10"), json!("0")));
     }
 
     #[test]

@@ -47,8 +47,9 @@ pub(crate) struct State {
     /// Rows written by explicit or uploaded ops: bucket index and current
     /// data (None after a REMOVE).
     pub(crate) rows: HashMap<(String, String), (usize, Option<String>)>,
+    /// The write checkpoint record of each client id (the service keys it
+    /// by user and client id; this service has one user).
     pub(crate) write_checkpoints: HashMap<String, i64>,
-    pub(crate) last_write_checkpoint: i64,
     /// The signing key, the rules tokens are checked by, static and
     /// expired tokens.
     pub(crate) keys: auth::Keys,
@@ -71,7 +72,6 @@ impl State {
             next_op_id: 1,
             rows: HashMap::new(),
             write_checkpoints: HashMap::new(),
-            last_write_checkpoint: 0,
             keys: auth::Keys::new(options),
             version: 0,
             fault_plans: VecDeque::new(),
@@ -144,6 +144,31 @@ impl State {
         let exp = self.keys.verify(token).ok()??;
         let at = std::time::UNIX_EPOCH + Duration::from_secs(exp.max(0) as u64);
         Some(at.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+    }
+
+    /// `GET /write-checkpoint2.json`: a generated write checkpoint, the
+    /// client's record plus one, as the service's managed write checkpoints
+    /// (`createManagedWriteCheckpointUpdate` in the MongoDB storage's
+    /// `MongoWriteCheckpointAPI.ts`: `client_id + 1`).
+    pub(crate) fn create_write_checkpoint(&mut self, client_id: &str) -> i64 {
+        let record = self.write_checkpoints.entry(client_id.to_owned()).or_insert(0);
+        *record += 1;
+        *record
+    }
+
+    /// `POST /sync/checkpoint-request`: the record becomes the larger of it
+    /// and `id` (a stale or repeated id changes nothing), and is returned
+    /// with whether it moved. The service's rule: a supplied id applies only
+    /// when there is no record or it is greater than the record, and the
+    /// answer is the record after the request.
+    pub(crate) fn request_checkpoint(&mut self, client_id: &str, id: i64) -> (i64, bool) {
+        match self.write_checkpoints.get(client_id) {
+            Some(&record) if record >= id => (record, false),
+            _ => {
+                self.write_checkpoints.insert(client_id.to_owned(), id);
+                (id, true)
+            }
+        }
     }
 
     /// Makes `token` invalid from now on.
@@ -271,5 +296,28 @@ mod tests {
         let entry = state.buckets[3].entry();
         assert_eq!(entry.count, 11);
         assert!(state.apply_crud(&json!({"op": "NOPE", "type": "a", "id": "b"})).is_err());
+    }
+
+    #[test]
+    fn a_checkpoint_request_keeps_the_larger_of_the_client_id_and_the_record() {
+        let mut state = State::new(&ServiceOptions::new(Dataset::Buckets(Vec::new())));
+        // No record: the client's id is taken (the first request of a
+        // connection probes with at least 1).
+        assert_eq!(state.request_checkpoint("c1", 1), (1, true));
+        assert_eq!(state.request_checkpoint("c1", 5), (5, true));
+        // Stale and repeated ids answer the record and change nothing: a
+        // client that lost its state is hydrated from the answer.
+        assert_eq!(state.request_checkpoint("c1", 2), (5, false));
+        assert_eq!(state.request_checkpoint("c1", 5), (5, false));
+        // Records are per client.
+        assert_eq!(state.request_checkpoint("c2", 3), (3, true));
+        // A service that lost its record takes the client's hint again.
+        state.write_checkpoints.clear();
+        assert_eq!(state.request_checkpoint("c1", 4), (4, true));
+        // Generated write checkpoints count on from the same record.
+        assert_eq!(state.create_write_checkpoint("c1"), 5);
+        assert_eq!(state.request_checkpoint("c1", 5), (5, false));
+        assert_eq!(state.create_write_checkpoint("new"), 1);
+        assert_eq!(state.request_checkpoint("c1", i64::MAX), (i64::MAX, true));
     }
 }

@@ -5,7 +5,9 @@
 //! an object) into one object and checks that against the endpoint's schema
 //! (`StreamingSyncRequest` of `packages/service-core/src/util/protocol-types.ts`
 //! for `POST /sync/stream`, `WriteCheckpointRequest` of
-//! `routes/endpoints/checkpointing.ts` for `GET /write-checkpoint2.json`),
+//! `routes/endpoints/checkpointing.ts` for `GET /write-checkpoint2.json`,
+//! `CheckpointRequestPayload` of the same file for
+//! `POST /sync/checkpoint-request`),
 //! before the token is looked at (`libs/lib-services/src/router/endpoint.ts`).
 //! Fields the schema does not name are accepted (`allowAdditional`), and
 //! so are absent optional ones; `null` is not an absent field. A failure is
@@ -65,12 +67,19 @@ enum Schema {
     String,
     Boolean,
     Number,
+    /// A JSON integer (ajv's `integer`: a number without a fraction) in
+    /// this range (`minimum`, `maximum`).
+    Integer(i64, i64),
+    /// A string matching the pattern of ts-codec's bigint: `^-?[0-9]+$`.
+    DecimalString,
     /// An object with any keys, each value of the schema.
     Record(&'static Schema),
     Array(&'static Schema),
     /// An object with these fields (name, schema, required); others allowed.
     Object(&'static [(&'static str, Schema, bool)]),
     AnyOf(&'static [Schema]),
+    /// Exactly one of these (none of ours can match two at once).
+    OneOf(&'static [Schema]),
 }
 
 const BUCKET_REQUEST: Schema = Schema::Object(&[("name", Schema::String, true), ("after", Schema::String, true)]);
@@ -102,6 +111,22 @@ const STREAMING_SYNC_REQUEST: Schema = Schema::Object(&[
 /// `WriteCheckpointRequest` (checkpointing.ts).
 const WRITE_CHECKPOINT_REQUEST: Schema = Schema::Object(&[("client_id", Schema::String, false)]);
 
+/// JavaScript's `Number.MAX_SAFE_INTEGER`: the bound the service's
+/// `BigIntParser` (`libs/lib-services/src/codec/parsers.ts`) puts on a
+/// bigint sent as a JSON number.
+const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
+
+/// `codecs.bigint` as JSON schema (`BigIntParser`): a decimal string, or a
+/// safe integer.
+const BIGINT: Schema = Schema::OneOf(&[Schema::DecimalString, Schema::Integer(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER)]);
+
+/// `CheckpointRequestPayload` (checkpointing.ts): both fields required.
+const CHECKPOINT_REQUEST: Schema = Schema::Object(&[("client_id", Schema::String, true), ("checkpoint_request_id", BIGINT, true)]);
+
+/// The service's message when a checkpoint request id passes the schema but
+/// not `isValidCheckpointRequestId` (checkpointing.ts).
+pub(crate) const CHECKPOINT_REQUEST_ID_RANGE: &str = "Expected checkpoint_request_id between 1 and 9223372036854775807";
+
 fn type_error(path: &str, expected: &str) -> String {
     format!("{path}: type must be {expected}")
 }
@@ -116,6 +141,26 @@ fn check(schema: &Schema, value: &Value, path: &str, errors: &mut Vec<String>) {
         Schema::Boolean if !value.is_boolean() => errors.push(type_error(path, "boolean")),
         Schema::Number if !value.is_number() => errors.push(type_error(path, "number")),
         Schema::Null | Schema::String | Schema::Boolean | Schema::Number => {}
+        Schema::Integer(min, max) => match value.as_f64() {
+            Some(n) if n.fract() == 0.0 => {
+                if n < *min as f64 {
+                    errors.push(format!("{path}: minimum must be >= {min}"));
+                }
+                if n > *max as f64 {
+                    errors.push(format!("{path}: maximum must be <= {max}"));
+                }
+            }
+            _ => errors.push(type_error(path, "integer")),
+        },
+        Schema::DecimalString => match value.as_str() {
+            Some(s) => {
+                let digits = s.strip_prefix('-').unwrap_or(s);
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    errors.push(format!("{path}: pattern must match pattern \"^-?[0-9]+$\""));
+                }
+            }
+            None => errors.push(type_error(path, "string")),
+        },
         Schema::Record(values) => match value.as_object() {
             Some(object) => {
                 for (key, v) in object {
@@ -157,6 +202,24 @@ fn check(schema: &Schema, value: &Value, path: &str, errors: &mut Vec<String>) {
             errors.extend(all);
             errors.push(format!("{path}: anyOf must match a schema in anyOf"));
         }
+        Schema::OneOf(options) => {
+            let mut all = Vec::new();
+            let mut matched = 0;
+            for option in options.iter() {
+                let mut these = Vec::new();
+                check(option, value, path, &mut these);
+                if these.is_empty() {
+                    matched += 1;
+                }
+                all.extend(these);
+            }
+            if matched != 1 {
+                if matched == 0 {
+                    errors.extend(all);
+                }
+                errors.push(format!("{path}: oneOf must match exactly one schema in oneOf"));
+            }
+        }
     }
 }
 
@@ -166,13 +229,17 @@ fn validated(schema: &Schema, params: Value) -> Result<Value, ServiceError> {
     if errors.is_empty() {
         Ok(params)
     } else {
-        Err(ServiceError {
-            status: 400,
-            name: "ValidationError",
-            code: "PSYNC_S2001",
-            description: "Validation failed".into(),
-            details: Some(Value::from(errors).to_string()),
-        })
+        Err(validation_failed(errors))
+    }
+}
+
+fn validation_failed(errors: Vec<String>) -> ServiceError {
+    ServiceError {
+        status: 400,
+        name: "ValidationError",
+        code: "PSYNC_S2001",
+        description: "Validation failed".into(),
+        details: Some(Value::from(errors).to_string()),
     }
 }
 
@@ -198,6 +265,30 @@ pub(crate) fn query_object(url: &str) -> serde_json::Map<String, Value> {
 /// The parameters of `POST /sync/stream`: the query and the body merged,
 /// checked against `StreamingSyncRequest`.
 pub(crate) fn sync_stream_request(url: &str, content_type: Option<&str>, body: &str) -> Result<Value, ServiceError> {
+    validated(&STREAMING_SYNC_REQUEST, Value::Object(merged_params(url, content_type, body)?))
+}
+
+/// The parameters of `POST /sync/checkpoint-request` and the id asked for:
+/// the query and the body merged, checked against `CheckpointRequestPayload`
+/// (`client_id` a string, `checkpoint_request_id` a decimal string or a
+/// safe integer), then the id against the service's range, 1 to
+/// `i64::MAX` (`CheckpointRequestPayloadValidator`, checkpointing.ts).
+pub(crate) fn checkpoint_request(url: &str, content_type: Option<&str>, body: &str) -> Result<(Value, i64), ServiceError> {
+    let params = validated(&CHECKPOINT_REQUEST, Value::Object(merged_params(url, content_type, body)?))?;
+    let id = match &params["checkpoint_request_id"] {
+        // BigInt("007") is 7; a number past i64 (or negative) is out of range.
+        Value::String(s) => s.parse::<i64>().ok(),
+        n => n.as_f64().map(|f| f as i64),
+    };
+    match id {
+        Some(id) if id > 0 => Ok((params, id)),
+        _ => Err(validation_failed(vec![CHECKPOINT_REQUEST_ID_RANGE.to_owned()])),
+    }
+}
+
+/// The query, with a JSON object body merged over it, as the service's
+/// router makes a request's parameters (Fastify's body parsing first).
+fn merged_params(url: &str, content_type: Option<&str>, body: &str) -> Result<serde_json::Map<String, Value>, ServiceError> {
     let mut params = query_object(url);
     let media = content_type.map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
     match media.as_deref() {
@@ -221,7 +312,7 @@ pub(crate) fn sync_stream_request(url: &str, content_type: Option<&str>, body: &
         None if body.is_empty() => {}
         _ => return Err(ServiceError::fastify(415, "FST_ERR_CTP_INVALID_MEDIA_TYPE", "Unsupported Media Type")),
     }
-    validated(&STREAMING_SYNC_REQUEST, Value::Object(params))
+    Ok(params)
 }
 
 /// The parameters of `GET /write-checkpoint2.json`: the query, checked
@@ -327,5 +418,88 @@ mod tests {
         let e = write_checkpoint_request("/write-checkpoint2.json?client_id=a&client_id=b").unwrap_err();
         assert_eq!((e.status, e.code), (400, "PSYNC_S2001"));
         assert_eq!(e.details.as_deref(), Some("[\"/client_id: type must be string\"]"));
+    }
+
+    fn checkpoint_refused(body: &str) -> ServiceError {
+        checkpoint_request("/sync/checkpoint-request", JSON, body).unwrap_err()
+    }
+
+    fn details(e: &ServiceError) -> Vec<String> {
+        e.details.as_deref().map(|d| serde_json::from_str(d).unwrap()).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_checkpoint_request_takes_a_client_id_and_a_positive_int64() {
+        // What the SDKs send (a decimal string), a safe JSON integer, the
+        // largest id, leading zeros (BigInt("007") is 7), extra fields and
+        // the query merged in.
+        let ok = |url: &str, body: &str| checkpoint_request(url, JSON, body).map(|(_, id)| id).unwrap();
+        let url = "/sync/checkpoint-request";
+        assert_eq!(ok(url, r#"{"client_id": "c1", "checkpoint_request_id": "1"}"#), 1);
+        assert_eq!(ok(url, r#"{"client_id": "c1", "checkpoint_request_id": 42}"#), 42);
+        assert_eq!(ok(url, r#"{"client_id": "c1", "checkpoint_request_id": "9223372036854775807"}"#), i64::MAX);
+        assert_eq!(ok(url, r#"{"client_id": "c1", "checkpoint_request_id": "007", "future": [1]}"#), 7);
+        assert_eq!(ok("/sync/checkpoint-request?checkpoint_request_id=3", r#"{"client_id": "c1"}"#), 3);
+        assert_eq!(ok(url, r#"{"client_id": "", "checkpoint_request_id": 9007199254740991}"#), 9_007_199_254_740_991);
+        let (params, _) = checkpoint_request(url, JSON, r#"{"client_id": "c1", "checkpoint_request_id": "5"}"#).unwrap();
+        assert_eq!(params["client_id"], "c1");
+    }
+
+    #[test]
+    fn a_checkpoint_request_of_another_shape_is_refused_as_the_service_refuses_it() {
+        let id_errors = |type_error: &str| {
+            vec![
+                type_error.to_owned(),
+                "/checkpoint_request_id: oneOf must match exactly one schema in oneOf".to_owned(),
+            ]
+        };
+        let cases: Vec<(&str, Vec<String>)> = vec![
+            // Both fields are required (client_id is optional only on write-checkpoint2.json).
+            (r#"{"checkpoint_request_id": "1"}"#, vec!["required must have required property 'client_id'".into()]),
+            (r#"{"client_id": "c1"}"#, vec!["required must have required property 'checkpoint_request_id'".into()]),
+            (r#"{"client_id": 1, "checkpoint_request_id": "1"}"#, vec!["/client_id: type must be string".into()]),
+            (r#"{"client_id": null, "checkpoint_request_id": "1"}"#, vec!["/client_id: type must be string".into()]),
+            (
+                r#"{"client_id": "c1", "checkpoint_request_id": "1.5"}"#,
+                vec![
+                    "/checkpoint_request_id: pattern must match pattern \"^-?[0-9]+$\"".into(),
+                    "/checkpoint_request_id: type must be integer".into(),
+                    "/checkpoint_request_id: oneOf must match exactly one schema in oneOf".into(),
+                ],
+            ),
+            (
+                r#"{"client_id": "c1", "checkpoint_request_id": 1.5}"#,
+                [vec!["/checkpoint_request_id: type must be string".to_owned()], id_errors("/checkpoint_request_id: type must be integer")].concat(),
+            ),
+            (
+                r#"{"client_id": "c1", "checkpoint_request_id": null}"#,
+                [vec!["/checkpoint_request_id: type must be string".to_owned()], id_errors("/checkpoint_request_id: type must be integer")].concat(),
+            ),
+            (
+                // Past Number.MAX_SAFE_INTEGER a JSON number is refused: send a string.
+                r#"{"client_id": "c1", "checkpoint_request_id": 9007199254740992}"#,
+                [vec!["/checkpoint_request_id: type must be string".to_owned()], id_errors("/checkpoint_request_id: maximum must be <= 9007199254740991")].concat(),
+            ),
+        ];
+        for (body, expected) in cases {
+            let e = checkpoint_refused(body);
+            assert_eq!((e.status, e.code, e.name), (400, "PSYNC_S2001", "ValidationError"), "{body}");
+            let expected: Vec<String> = expected.into_iter().map(|m| if m.starts_with('/') { m } else { format!(": {m}") }).collect();
+            assert_eq!(details(&e), expected, "{body}");
+        }
+        // The shape is right but the id is not a positive int64.
+        for id in [r#""0""#, r#""-3""#, "0", "-1", r#""-0""#, r#""9223372036854775808""#, r#""123456789012345678901234567890""#] {
+            let e = checkpoint_refused(&format!(r#"{{"client_id": "c1", "checkpoint_request_id": {id}}}"#));
+            assert_eq!((e.status, e.code), (400, "PSYNC_S2001"), "{id}");
+            assert_eq!(details(&e), [CHECKPOINT_REQUEST_ID_RANGE], "{id}");
+        }
+        // Fastify's body parsing comes first.
+        let code = |ct: Option<&str>, body: &str| checkpoint_request("/sync/checkpoint-request", ct, body).unwrap_err().code;
+        assert_eq!(code(JSON, ""), "FST_ERR_CTP_EMPTY_JSON_BODY");
+        assert_eq!(code(JSON, "{"), "FST_ERR_CTP_INVALID_JSON_BODY");
+        assert_eq!(code(Some("application/x-www-form-urlencoded"), "client_id=c1"), "FST_ERR_CTP_INVALID_MEDIA_TYPE");
+        // A text body takes no part: both fields are then missing.
+        let e = checkpoint_request("/sync/checkpoint-request", Some("text/plain"), r#"{"client_id": "c1", "checkpoint_request_id": "1"}"#).unwrap_err();
+        assert_eq!(details(&e).len(), 2);
     }
 }
