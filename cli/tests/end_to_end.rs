@@ -201,9 +201,7 @@ fn checkpoint_requests_are_posted_as_the_service_takes_them() {
     ));
 }
 
-// needs oplite checkpoint requests (h-ckpt)
 #[test]
-#[ignore = "needs oplite checkpoint requests (h-ckpt)"]
 fn local_writes_are_confirmed_by_a_checkpoint_request_in_requests_mode() {
     use oplite_cli::checkpoint::CheckpointMode;
     let dir = scratch("requests");
