@@ -242,6 +242,18 @@ pub struct StartOptions {
     /// Whether the server should sync default streams.
     #[serde(default = "yes")]
     pub include_defaults: bool,
+    /// The app's schema: only its raw tables are used (the sync apply runs
+    /// their statements in place of the recorded ones).
+    #[serde(default)]
+    pub schema: Option<StartSchema>,
+}
+
+/// The `schema` of a `start` payload.
+#[derive(Debug, Default, Deserialize)]
+pub struct StartSchema {
+    /// Raw tables the synced rows of their types go to.
+    #[serde(default)]
+    pub raw_tables: Vec<crate::schema::RawTable>,
 }
 
 fn yes() -> bool {
@@ -260,6 +272,7 @@ impl Default for StartOptions {
             app_metadata: None,
             active_streams: Vec::new(),
             include_defaults: true,
+            schema: None,
         }
     }
 }
