@@ -122,8 +122,10 @@ fn raw_tables_from_the_stream_replace_the_recorded_ones() {
     let raw = RawTable {
         name: "others".into(),
         table_name: None,
-        put: RawStatement { sql: "INSERT INTO other(id, b) VALUES (?, ?)".into(), params: vec![RawParam::Id, RawParam::Column("b".into())] },
-        delete: RawStatement { sql: "DELETE FROM other WHERE id = ?".into(), params: vec![RawParam::Id] },
+        put: Some(RawStatement { sql: "INSERT INTO other(id, b) VALUES (?, ?)".into(), params: vec![RawParam::Id, RawParam::Column("b".into())] }),
+        delete: Some(RawStatement { sql: "DELETE FROM other WHERE id = ?".into(), params: vec![RawParam::Id] }),
+        synced_columns: None,
+        options: Default::default(),
         clear: None,
     };
     let tables = DataTables::load(&db).unwrap().with_raw_tables(vec![raw]);
