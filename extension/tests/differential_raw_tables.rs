@@ -17,13 +17,17 @@ fn pair() -> Pair {
     pair
 }
 
-/// One PUT (with data) or REMOVE (without) of a `things` row.
+/// One PUT (with data) or REMOVE (without) of a `things` row. Data given
+/// as a JSON string is sent verbatim (keys in the order written).
 fn op(op_id: u32, id: &str, data: Option<Value>) -> Value {
     let mut entry = json!({"op_id": op_id.to_string(), "object_type": "things", "object_id": id, "checksum": op_id});
     match data {
         Some(d) => {
             entry["op"] = "PUT".into();
-            entry["data"] = d.to_string().into();
+            entry["data"] = match d {
+                Value::String(verbatim) => verbatim.into(),
+                d => d.to_string().into(),
+            };
         }
         None => entry["op"] = "REMOVE".into(),
     }
@@ -67,11 +71,13 @@ fn explicit_statements_bind_values_as_the_reference() {
             op(1, "t1", Some(json!({"a": 1, "b": 2, "c": "x", "z": [1, {"k": true}], "y": null}))),
             op(2, "t2", Some(json!({"a": true, "b": 2.5, "c": 3, "d": "only rest"}))),
             op(3, "t3", Some(json!({"a": "text", "b": 9007199254740993_i64, "c": {"o": 1}}))),
-            op(4, "t4", Some(json!({"a": 1.5}))),
+            op(4, "t4", Some(json!(r#"{"z": 1, "a": 1.5, "y": {"q": 1, "p": [2, {"s": 1, "r": 0}]}}"#))),
         ],
         false,
     );
     sync(&mut pair, 5, vec![op(5, "t1", None), op(6, "t2", Some(json!({"a": false})))], false);
+    // Data serde_json cannot read fails the apply in both (SQLITE_CORRUPT).
+    sync(&mut pair, 7, vec![op(7, "t5", Some(json!(r#"{"a": 1e400}"#)))], true);
 }
 
 #[test]
@@ -92,6 +98,11 @@ fn bad_definitions_fail_the_apply() {
     for raw in [
         json!([{"name": "things"}]),
         json!([{"name": "things", "table_name": "missing"}]),
+        // Fewer SQL parameters than sources (oplite checks the count as the
+        // reference's source does; the reference build answers
+        // SQLITE_CONSTRAINT here, oplite SQLITE_ERROR).
+        json!([{"name": "things", "put": {"sql": "INSERT INTO things(id) VALUES (?)", "params": ["Id", "Rest"]},
+                "delete": {"sql": "DELETE FROM things WHERE id = ?", "params": ["Id"]}}]),
     ] {
         let mut pair = pair();
         start(&mut pair, raw);
@@ -197,3 +208,4 @@ fn json_merge_matches_the_reference() {
         assert!(pair.theirs.query_row(&sql, [], |_| Ok(())).is_err(), "{sql}");
     }
 }
+

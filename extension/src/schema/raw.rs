@@ -98,8 +98,13 @@ pub fn check_parameter_count(statement: &RawStatement, count: usize) -> Result<(
 
 /// The values of a put statement's parameters for the synced row.
 pub fn put_values(statement: &RawStatement, id: &str, data: &str) -> Result<Vec<Value>> {
-    let parsed: Json = serde_json::from_str(data)
-        .map_err(|e| OpliteError::Malformed { what: "oplog data", message: e.to_string() })?;
+    // Data serde_json cannot read (e.g. a number beyond a double's range)
+    // is local data SQLite's JSON accepted: SQLITE_CORRUPT, as in the
+    // reference.
+    let parsed: Json = serde_json::from_str(data).map_err(|e| {
+        let code = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT);
+        OpliteError::sqlite("reading a raw table row's data", rusqlite::Error::SqliteFailure(code, Some(e.to_string())))
+    })?;
     let Json::Object(object) = parsed else {
         return Err(invalid("powersync_control", "expected oplog data to be an object".into()));
     };
