@@ -45,7 +45,9 @@ fn rows_go_where_their_type_says() {
     );
     assert_eq!(rows(&db, "SELECT id, name, n FROM items"), vec![vec![text("a"), text("x"), Value::Integer(1)]]);
     assert_eq!(texts(&db, "SELECT data FROM ps_data__docs"), [r#"{"title":"t","other":2}"#]);
-    assert_eq!(rows(&db, "SELECT * FROM things"), vec![vec![text("t"), Value::Integer(1), text(r#"{"b":"two","c":[1,2],"d":null}"#)]]);
+    // A column without affinity shows how raw tables are bound: every JSON
+    // number as a double, as the reference core binds them.
+    assert_eq!(rows(&db, "SELECT * FROM things"), vec![vec![text("t"), Value::Real(1.0), text(r#"{"b":"two","c":[1,2],"d":null}"#)]]);
     assert_eq!(texts(&db, "SELECT type || '/' || id FROM ps_untyped ORDER BY type"), ["drafts/r", "unknown/u"]);
     // Sync writes queue nothing.
     assert!(crud(&db).is_empty());
@@ -122,8 +124,10 @@ fn raw_tables_from_the_stream_replace_the_recorded_ones() {
     let raw = RawTable {
         name: "others".into(),
         table_name: None,
-        put: RawStatement { sql: "INSERT INTO other(id, b) VALUES (?, ?)".into(), params: vec![RawParam::Id, RawParam::Column("b".into())] },
-        delete: RawStatement { sql: "DELETE FROM other WHERE id = ?".into(), params: vec![RawParam::Id] },
+        put: Some(RawStatement { sql: "INSERT INTO other(id, b) VALUES (?, ?)".into(), params: vec![RawParam::Id, RawParam::Column("b".into())] }),
+        delete: Some(RawStatement { sql: "DELETE FROM other WHERE id = ?".into(), params: vec![RawParam::Id] }),
+        synced_columns: None,
+        options: Default::default(),
         clear: None,
     };
     let tables = DataTables::load(&db).unwrap().with_raw_tables(vec![raw]);

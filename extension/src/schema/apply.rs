@@ -17,13 +17,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, Statement};
 
 use super::ddl::Layout;
 use super::installed::Installed;
-use super::model::{RawParam, RawTable};
-use super::quote::{identifier, json_path};
+use super::model::{RawStatement, RawTable};
+use super::raw;
+use super::quote::identifier;
 use super::replace::load_raw_tables;
 use super::rows;
 use crate::error::{OpliteError, Result, SqliteResultExt};
@@ -115,6 +115,7 @@ impl DataTables {
             db,
             tables: self.inner.clone(),
             statements: HashMap::new(),
+            raw_statements: HashMap::new(),
             _sync: SyncOperationGuard::enter(db),
         })
     }
@@ -147,6 +148,7 @@ pub struct RowWriter<'c> {
     db: &'c Connection,
     tables: Arc<Tables>,
     statements: HashMap<(u8, String), Statement<'c>>,
+    raw_statements: HashMap<(u8, String), Arc<RawStatement>>,
     _sync: SyncOperationGuard<'c>,
 }
 
@@ -154,7 +156,6 @@ pub struct RowWriter<'c> {
 const PUT: u8 = 0;
 const DELETE: u8 = 1;
 const UNREADABLE: u8 = 2;
-const EXTRACT: u8 = 3;
 
 impl<'c> RowWriter<'c> {
     fn statement(&mut self, kind: u8, row_type: &str, sql: impl FnOnce() -> String) -> Result<&mut Statement<'c>> {
@@ -209,53 +210,39 @@ impl<'c> RowWriter<'c> {
             return stmt.execute([id]).context("deleting a synced row").map(drop);
         }
         if let Some(raw) = tables.raw.get(row_type) {
-            let values: Vec<Value> = raw
-                .delete
-                .params
-                .iter()
-                .map(|p| if *p == RawParam::Id { Value::Text(id.to_owned()) } else { Value::Null })
-                .collect();
-            let stmt = self.statement(DELETE, row_type, || raw.delete.sql.clone())?;
+            let statement = self.raw_statement(DELETE, raw)?;
+            let values = raw::delete_values(&statement, id)?;
+            let stmt = self.statement(DELETE, row_type, || statement.sql.clone())?;
             return stmt.execute(params_from_iter(values)).context("running a raw table's delete statement").map(drop);
         }
         let stmt = self.statement(DELETE, "", || DELETE_UNTYPED.to_owned())?;
         stmt.execute((row_type, id)).context("deleting an untyped row").map(drop)
     }
 
-    /// Binds a raw table's put parameters: columns decoded by SQLite's
-    /// `json_extract` (as for data tables), the rest with `json_remove`.
+    /// Runs a raw table's put statement with the row's values bound as
+    /// the reference core binds them ([`raw::put_values`]).
     fn put_raw(&mut self, raw: &RawTable, id: &str, data: &str) -> Result<()> {
-        let columns: Vec<&str> = raw
-            .put
-            .params
-            .iter()
-            .filter_map(|p| if let RawParam::Column(c) = p { Some(c.as_str()) } else { None })
-            .collect();
-        let extract = self.statement(EXTRACT, &raw.name, || {
-            let mut exprs: Vec<String> = columns.iter().map(|c| format!("json_extract(?1, {})", json_path(c))).collect();
-            let paths: Vec<String> = columns.iter().map(|c| json_path(c)).collect();
-            exprs.push(if paths.is_empty() { "json(?1)".into() } else { format!("json_remove(?1, {})", paths.join(", ")) });
-            format!("SELECT {}", exprs.join(", "))
-        })?;
-        let decoded: Vec<Value> = extract
-            .query_row([data], |row| (0..=columns.len()).map(|i| row.get::<_, Value>(i)).collect())
-            .context("decoding a raw table row")?;
-        let mut next_column = 0;
-        let values: Vec<Value> = raw
-            .put
-            .params
-            .iter()
-            .map(|p| match p {
-                RawParam::Id => Value::Text(id.to_owned()),
-                RawParam::Column(_) => {
-                    next_column += 1;
-                    decoded[next_column - 1].clone()
-                }
-                RawParam::Rest => decoded[columns.len()].clone(),
-            })
-            .collect();
-        let stmt = self.statement(PUT, &raw.name, || raw.put.sql.clone())?;
+        let statement = self.raw_statement(PUT, raw)?;
+        let values = raw::put_values(&statement, id, data)?;
+        let stmt = self.statement(PUT, &raw.name, || statement.sql.clone())?;
         stmt.execute(params_from_iter(values)).context("running a raw table's put statement").map(drop)
+    }
+
+    /// A raw table's put or delete statement (inferred from its local table
+    /// when the definition has none), checked against its parameter count
+    /// once per writer.
+    fn raw_statement(&mut self, kind: u8, raw: &RawTable) -> Result<Arc<RawStatement>> {
+        let key = (kind, raw.name.clone());
+        if let Some(found) = self.raw_statements.get(&key) {
+            return Ok(found.clone());
+        }
+        let statement = if kind == PUT { raw::put_statement(self.db, raw)? } else { raw::delete_statement(self.db, raw)? };
+        let sql = statement.sql.clone();
+        let prepared = self.statement(kind, &raw.name, || sql)?;
+        raw::check_parameter_count(&statement, prepared.parameter_count())?;
+        let statement = Arc::new(statement);
+        self.raw_statements.insert(key, statement.clone());
+        Ok(statement)
     }
 }
 

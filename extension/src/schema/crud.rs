@@ -407,5 +407,26 @@ pub fn register(db: &Connection) -> Result<()> {
             let objects: Vec<&str> = (0..args.len()).map(|i| arg_text(args, i, "oplite_json_merge")).collect::<Result<_>>()?;
             Ok(Value::Text(crud_json::merge_objects(&objects)))
         }),
+    )?;
+    // powersync_json_merge(object, ...): the reference core's variant, for
+    // apps and SDKs that call it: plain text (the reference sets the JSON
+    // subtype before its result, which clears it), no empty-object skipping.
+    register_function(
+        db,
+        "powersync_json_merge",
+        -1,
+        Purity::Deterministic,
+        Box::new(|_, args| {
+            // As text (numbers and NULL never read as an object; blobs do).
+            let objects: Vec<std::borrow::Cow<'_, str>> = args
+                .iter()
+                .map(|v| match v {
+                    ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t),
+                    _ => "".into(),
+                })
+                .collect();
+            let objects: Vec<&str> = objects.iter().map(|o| o.as_ref()).collect();
+            crud_json::concat_objects(&objects).map(Value::Text)
+        }),
     )
 }

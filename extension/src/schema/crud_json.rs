@@ -358,6 +358,31 @@ pub fn merge_objects(objects: &[&str]) -> String {
     out
 }
 
+/// `powersync_json_merge(object, ...)` as the reference core does it: plain
+/// concatenation of what lies between each argument's outer braces, with
+/// no parsing (an empty object after the first argument leaves a trailing
+/// comma, as there). An argument that does not start with `{` and end with
+/// `}` is an error.
+pub fn concat_objects(objects: &[&str]) -> Result<String> {
+    let mut out = String::from("{");
+    for object in objects {
+        let inner = object
+            .strip_prefix('{')
+            .and_then(|o| o.strip_suffix('}'))
+            .ok_or_else(|| OpliteError::InvalidArgument {
+                function: "powersync_json_merge",
+                message: "Expected json object".into(),
+                type_mismatch: false,
+            })?;
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(inner);
+    }
+    out.push('}');
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,7 @@
 //! | [`installed`] | reading the current schema from sqlite_master |
 //! | [`replace`] | `powersync_replace_schema` as a diff |
 //! | [`rows`], [`undeclared`] | JSON to columns and back |
+//! | [`raw`] | raw tables: bound values, inferred statements, upload triggers |
 //! | [`apply`] | [`DataTables`] / [`RowWriter`] for the sync apply |
 //! | [`hooks`] | `powersync_update_hooks` |
 //! | [`clear`] | `powersync_clear`, `powersync_trigger_resync` |
@@ -33,6 +34,7 @@ pub mod hooks;
 pub mod installed;
 pub mod model;
 pub mod quote;
+pub mod raw;
 pub mod replace;
 pub mod rows;
 pub mod triggers;
@@ -59,6 +61,23 @@ pub fn register(db: &Connection) -> Result<()> {
     decode::register_row(db)?;
     hooks::register(db)?;
     clear::register(db)?;
+    register_scalar(
+        db,
+        "powersync_create_raw_table_crud_trigger",
+        3,
+        Purity::Volatile,
+        Box::new(|db, args| {
+            // As text, as the reference reads them (NULL reads as '').
+            let text = |i: usize| match args.get(i) {
+                Some(ValueRef::Text(t)) | Some(ValueRef::Blob(t)) => String::from_utf8_lossy(t).into_owned(),
+                Some(ValueRef::Integer(n)) => n.to_string(),
+                Some(ValueRef::Real(r)) => r.to_string(),
+                _ => String::new(),
+            };
+            raw::create_crud_trigger(db, &text(0), &text(1), &text(2))?;
+            Ok(Value::Null)
+        }),
+    )?;
     register_scalar(
         db,
         "powersync_replace_schema",

@@ -140,6 +140,16 @@ pub enum IncludeOld {
     Columns(Vec<String>),
 }
 
+impl serde::Serialize for IncludeOld {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            IncludeOld::No => serializer.serialize_bool(false),
+            IncludeOld::All => serializer.serialize_bool(true),
+            IncludeOld::Columns(columns) => serde::Serialize::serialize(columns, serializer),
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for IncludeOld {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
         #[derive(Deserialize)]
@@ -159,20 +169,58 @@ impl<'de> Deserialize<'de> for IncludeOld {
 }
 
 /// A table the app creates and migrates itself; sync runs its statements.
+///
+/// Comes from `powersync_replace_schema`'s `raw_tables`, from the `schema`
+/// of `powersync_control('start')`, or as the first argument of
+/// `powersync_create_raw_table_crud_trigger`.
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 pub struct RawTable {
     /// The synced type whose rows go to this table.
     pub name: String,
-    /// The SQLite table, for information (update hooks, clear).
-    #[serde(default)]
+    /// The SQLite table: statements left out are inferred from its
+    /// columns, and the upload triggers are created on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table_name: Option<String>,
-    /// Runs for every synced row of the type.
-    pub put: RawStatement,
-    /// Runs for every deleted row of the type.
-    pub delete: RawStatement,
+    /// Only these columns are synced (inferred statements, triggers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synced_columns: Option<Vec<String>>,
+    /// Runs for every synced row of the type; inferred when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub put: Option<RawStatement>,
+    /// Runs for every deleted row of the type; inferred when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete: Option<RawStatement>,
     /// Runs when local data is cleared.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clear: Option<String>,
+    /// Upload options, as for tables (the triggers read them).
+    #[serde(flatten)]
+    pub options: RawTableOptions,
+}
+
+/// The options of a raw table's upload triggers (the table options they
+/// share with [`Table`]).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+pub struct RawTableOptions {
+    /// Old values in PATCH and DELETE entries.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub include_old: IncludeOld,
+    /// Ignored by raw-table triggers unless `insert_only` is also set (the
+    /// reference core then ignores `insert_only`).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub local_only: bool,
+    /// Inserts are queued as PUTs; updates and deletes fail.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub insert_only: bool,
+    /// Carried in the triggers' `options` bits.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub include_metadata: bool,
+    /// With `include_old`: only the old values of columns that changed.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub include_old_only_when_changed: bool,
+    /// An UPDATE that changes no column queues nothing.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub ignore_empty_update: bool,
 }
 
 /// A statement of a raw table and what to bind to its parameters.
@@ -384,7 +432,7 @@ mod tests {
         assert!(t.indexes[0].columns[1].ascending);
         assert!(!t.insert_only && t.include_metadata && t.include_old_only_when_changed && t.ignore_empty_update);
         assert_eq!(t.include_old, IncludeOld::Columns(vec!["a".into()]));
-        assert_eq!(schema.raw_tables[0].put.params, vec![RawParam::Id, RawParam::Column("a".into()), RawParam::Rest]);
+        assert_eq!(schema.raw_tables[0].put.as_ref().unwrap().params, vec![RawParam::Id, RawParam::Column("a".into()), RawParam::Rest]);
     }
 
     #[test]

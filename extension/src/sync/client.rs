@@ -83,6 +83,8 @@ struct Iteration {
     counters: HashMap<Arc<str>, Counters>,
     /// Stream subscriptions requested by this iteration.
     streams: IterationStreams,
+    /// The raw tables of `start`'s schema, when it had one.
+    raw_tables: Option<Vec<crate::schema::RawTable>>,
 }
 
 /// Per-connection sync state.
@@ -305,6 +307,7 @@ impl SyncClient {
             deletable: Arc::new(storage::bucket_names(db)?.into_iter().collect()),
             counters: shared_names(storage::counters(db)?),
             streams: iteration_streams,
+            raw_tables: options.schema.map(|s| s.raw_tables),
         });
         self.known_keys = KnownKeys::default();
         // A start always reports its status, even when unchanged.
@@ -622,7 +625,7 @@ impl Iteration {
             return Ok(true);
         }
 
-        let report = sync_local::apply(db, &Scope::Full, setting)?;
+        let report = sync_local::apply(db, &Scope::Full, setting, self.raw_tables.as_deref())?;
         out.push(log_apply(&report));
         *last_apply = Some(report);
         mark_applied(db, &checkpoint)?;
@@ -672,7 +675,7 @@ impl Iteration {
             return Ok(true);
         }
         let ids = storage::bucket_ids(db, &names)?;
-        let report = sync_local::apply(db, &Scope::Buckets(ids.clone()), setting)?;
+        let report = sync_local::apply(db, &Scope::Buckets(ids.clone()), setting, self.raw_tables.as_deref())?;
         out.push(log_apply(&report));
         *last_apply = Some(report);
         storage::mark_buckets_applied(db, &ids, checkpoint.last_op_id)?;

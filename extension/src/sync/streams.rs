@@ -245,6 +245,18 @@ pub struct StartOptions {
     /// How the host gets write checkpoints.
     #[serde(default)]
     pub checkpoint_mode: super::requests::CheckpointMode,
+    /// The app's schema: only its raw tables are used (the sync apply runs
+    /// their statements in place of the recorded ones).
+    #[serde(default)]
+    pub schema: Option<StartSchema>,
+}
+
+/// The `schema` of a `start` payload.
+#[derive(Debug, Default, Deserialize)]
+pub struct StartSchema {
+    /// Raw tables the synced rows of their types go to.
+    #[serde(default)]
+    pub raw_tables: Vec<crate::schema::RawTable>,
 }
 
 fn yes() -> bool {
@@ -264,6 +276,7 @@ impl Default for StartOptions {
             active_streams: Vec::new(),
             include_defaults: true,
             checkpoint_mode: Default::default(),
+            schema: None,
         }
     }
 }

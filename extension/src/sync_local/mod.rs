@@ -15,6 +15,7 @@ pub mod strategy;
 use rusqlite::{Connection, Row};
 
 use crate::error::{Result, SqliteResultExt};
+use crate::schema::RawTable;
 pub use sink::RowSink;
 pub use strategy::{Decision, ScopeStats, Setting, Strategy};
 
@@ -104,12 +105,14 @@ pub fn scope_stats(db: &Connection, scope: &Scope) -> Result<ScopeStats> {
     .context("reading sync_local stats")
 }
 
-/// Applies the oplog to the app's tables for `scope`.
-pub fn apply(db: &Connection, scope: &Scope, setting: Setting) -> Result<ApplyReport> {
+/// Applies the oplog to the app's tables for `scope`. `raw_tables` (from
+/// `start`'s schema) replace the raw tables `powersync_replace_schema`
+/// recorded.
+pub fn apply(db: &Connection, scope: &Scope, setting: Setting, raw_tables: Option<&[RawTable]>) -> Result<ApplyReport> {
     const CONTEXT: &str = "applying a checkpoint (sync_local)";
     let stats = scope_stats(db, scope)?;
     let decision = strategy::choose(setting, &stats);
-    let mut write = RowWriter { sink: RowSink::new(db)?, rows_put: 0, rows_deleted: 0 };
+    let mut write = RowWriter { sink: RowSink::new(db, raw_tables)?, rows_put: 0, rows_deleted: 0 };
     match decision.strategy {
         Strategy::Incremental => {
             let mut stmt = db.prepare(if *scope == Scope::Full { INCREMENTAL } else { INCREMENTAL_BUCKETS })

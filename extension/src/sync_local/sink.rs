@@ -8,7 +8,7 @@
 use rusqlite::Connection;
 
 use crate::error::Result;
-use crate::schema::{DataTables, RowTypeKind, RowWriter};
+use crate::schema::{DataTables, RawTable, RowTypeKind, RowWriter};
 
 /// SQL: every row of `source` (columns `id`, `data`) into ps_untyped under
 /// `:type`. An upsert updates a row in place; INSERT OR REPLACE would delete
@@ -28,9 +28,13 @@ pub struct RowSink<'c> {
 }
 
 impl<'c> RowSink<'c> {
-    /// Loads the installed tables and prepares a writer.
-    pub fn new(db: &'c Connection) -> Result<Self> {
-        let tables = DataTables::load(db)?;
+    /// Loads the installed tables (with `raw_tables` in place of the
+    /// recorded raw tables when given) and prepares a writer.
+    pub fn new(db: &'c Connection, raw_tables: Option<&[RawTable]>) -> Result<Self> {
+        let mut tables = DataTables::load(db)?;
+        if let Some(raw) = raw_tables {
+            tables = tables.with_raw_tables(raw.to_vec());
+        }
         let writer = tables.writer(db)?;
         Ok(RowSink { tables, writer })
     }
