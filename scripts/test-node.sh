@@ -5,7 +5,10 @@
 # Both checkpoint modes of the SDK (connect({ checkpointMode })): legacy
 # (write-checkpoint2.json) and requests (/sync/checkpoint-request and
 # db.requestCheckpoint()), each compared on its own; a failure in one mode
-# does not skip the other.
+# does not skip the other. Then one more legacy-mode run with `lists` as a
+# raw table in the SDK schema (run.mjs --raw-table): synced rows go into the
+# app's own table, local writes upload through the core's raw-table
+# triggers; also compared line by line (OPLITE_NODE_RAW=0 skips it).
 # Called by scripts/test.sh unless OPLITE_SKIP_NODE=1. Installs what it
 # needs and skips what is already there:
 #   - clients/node/node_modules (npm ci, when missing or not what
@@ -14,7 +17,8 @@
 #     OPLITE_SO names a built one (scripts/test.sh builds it first)
 #   - the loopback service (cargo build --release -p oplite-test-server)
 # Environment: OPLITE_NODE_ROWS=n syncs n rows (default 100000);
-# OPLITE_NODE_MODES="legacy requests" (the default) picks the modes.
+# OPLITE_NODE_MODES="legacy requests" (the default) picks the modes;
+# OPLITE_NODE_RAW=0 skips the raw-table run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -75,6 +79,11 @@ for mode in ${OPLITE_NODE_MODES:-legacy requests}; do
   OPLITE_SO=$OPLITE_SO OPLITE_TEST_SERVER=$PWD/target/release/oplite-test-server node clients/node/run.mjs --mode "$mode" ||
     failed+=("$mode")
 done
-((${#failed[@]} == 0)) || fail "the runs differ or failed in checkpoint mode(s): ${failed[*]} (see above)"
+if [[ ${OPLITE_NODE_RAW:-1} != 0 ]]; then
+  step "legacy checkpoint mode, lists as a raw table: bundled core then oplite; comparing"
+  OPLITE_SO=$OPLITE_SO OPLITE_TEST_SERVER=$PWD/target/release/oplite-test-server node clients/node/run.mjs --mode legacy --raw-table ||
+    failed+=("legacy (raw table)")
+fi
+((${#failed[@]} == 0)) || fail "the runs differ or failed in: ${failed[*]} (see above)"
 
 step "done"

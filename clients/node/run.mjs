@@ -4,9 +4,12 @@
 // service could see.
 //
 //   OPLITE_SO=target/release/liboplite.so \
-//   OPLITE_TEST_SERVER=target/release/oplite-test-server node run.mjs [--mode legacy|requests] [--cores bundled,oplite]
+//   OPLITE_TEST_SERVER=target/release/oplite-test-server node run.mjs [--mode legacy|requests] [--cores bundled,oplite] [--raw-table]
 //
 // --mode is the SDK's checkpoint mode (default legacy; scenario.mjs).
+// --raw-table runs scenario.mjs --schema raw: `lists` is a raw table in
+// the SDK schema (the app's own table, synced through put/delete
+// statements, uploaded through powersync_create_raw_table_crud_trigger).
 // --cores bundled runs the reference alone: the scenario's own checks,
 // no comparison (OPLITE_SO is then not needed).
 // OPLITE_NODE_ROWS (default 100000) sets the size of the initial sync.
@@ -18,12 +21,19 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
 
 const { values: opts } = parseArgs({
-  options: { mode: { type: 'string', default: 'legacy' }, cores: { type: 'string', default: 'bundled,oplite' } },
+  options: {
+    mode: { type: 'string', default: 'legacy' },
+    cores: { type: 'string', default: 'bundled,oplite' },
+    'raw-table': { type: 'boolean', default: false },
+  },
 });
 const mode = opts.mode;
 const cores = opts.cores.split(',');
+const raw = opts['raw-table'];
+// How the runs are named in the report.
+const label = `${mode} mode${raw ? ', raw table' : ''}`;
 if (!['legacy', 'requests'].includes(mode) || cores.some((c) => !['bundled', 'oplite'].includes(c)) || cores[0] !== 'bundled') {
-  console.error('usage: node run.mjs [--mode legacy|requests] [--cores bundled,oplite | bundled]');
+  console.error('usage: node run.mjs [--mode legacy|requests] [--cores bundled,oplite | bundled] [--raw-table]');
   process.exit(2);
 }
 const so = process.env.OPLITE_SO;
@@ -56,7 +66,7 @@ async function run(core) {
     if (core === 'oplite') env.OPLITE_CORE_PATH = so;
     else delete env.OPLITE_CORE_PATH;
     const out = join(work, `${core}.json`);
-    const args = ['scenario.mjs', '--core', core, '--mode', mode, '--url', url, '--dir', join(work, core), '--out', out, '--rows', String(rows)];
+    const args = ['scenario.mjs', '--core', core, '--mode', mode, '--url', url, '--dir', join(work, core), '--out', out, '--rows', String(rows), '--schema', raw ? 'raw' : 'views'];
     const code = await new Promise((resolve) => {
       const scenario = spawn(process.execPath, args, { cwd: fileURLToPath(new URL('.', import.meta.url)), env, stdio: 'inherit' });
       const timer = setTimeout(() => scenario.kill('SIGKILL'), 300_000);
@@ -84,7 +94,7 @@ try {
 const { bundled, oplite } = results;
 const failedRuns = Object.values(results).filter((r) => r.failed);
 if (failedRuns.length) {
-  console.error(`\nFAILED (${mode} mode):`);
+  console.error(`\nFAILED (${label}):`);
   for (const r of Object.values(results)) {
     console.error(r.failed ? `  the ${r.core} run failed while ${r.step}: ${r.failed}` : `  the ${r.core} run completed`);
   }
@@ -113,6 +123,7 @@ const pick = (r) => ({
   serviceStats: (({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints, checkpoint_requests }) =>
     ({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints, checkpoint_requests }))(r.serviceStats),
   checkpointRequest: r.checkpointRequest,
+  rawTable: r.rawTable,
 });
 const failures = [];
 const a = pick(bundled);
@@ -158,6 +169,14 @@ expect(`no request refused by the service's validation (${ran.map((r) => `${r.co
   ran.every((r) => r.serviceStats.invalid_requests === 0));
 expect('download progress up to every row', a.progress.maxTotal === rows);
 expect('the bundled core in the first run and oplite in the second', !bundled.coreIsOplite && (!oplite || oplite.coreIsOplite));
+if (raw) {
+  const rt = a.rawTable;
+  expect(`lists as the app's own table, no ps_data__lists, synced rows not in ps_untyped (${JSON.stringify(rt && { ...rt, triggers: rt.triggers.length })})`,
+    rt?.listsType === 'table' && rt.psDataLists === 0 && rt.untypedLists === 0 && rt.oplogLists === lists + 1 && rt.triggers.length === 3);
+  const uploaded = a.clientBatches.flat().filter((e) => e.type === 'lists').map((e) => `${e.op} ${e.id}`);
+  expect(`the raw table's local writes uploaded through its triggers (${JSON.stringify(uploaded)})`,
+    isDeepStrictEqual(uploaded, ['PUT locallist', 'PATCH list2']));
+}
 if (mode === 'legacy') {
   expect(`write checkpoints from write-checkpoint2.json only (${a.serviceStats.write_checkpoints}, checkpoint requests ${a.serviceStats.checkpoint_requests})`,
     a.serviceStats.write_checkpoints >= 1 && a.serviceStats.checkpoint_requests === 0);
@@ -173,19 +192,19 @@ expect('connected, downloading with progress, hasSynced and lastSyncedAt in the 
 expect('no rows left after disconnectAndClear', Object.values(a.afterClear).every((v) => v === 0 || v === false));
 
 const t = (r) => r.timings;
-console.log(`\nNode SDK drop-in (@powersync/node 1.1.0, ${mode} checkpoint mode, ${rows} rows; ms)`);
+console.log(`\nNode SDK drop-in (@powersync/node 1.1.0, ${mode} checkpoint mode${raw ? ', lists as a raw table' : ''}, ${rows} rows; ms)`);
 console.log('| core | initial sync | upload round trip | requestCheckpoint | token refresh | disconnectAndClear | whole run |');
 console.log('|---|---:|---:|---:|---:|---:|---:|');
 for (const r of ran) {
   console.log(`| ${r.core} (${r.coreVersion}) | ${t(r).initialSyncMs} | ${t(r).uploadRoundTripMs} | ${t(r).requestCheckpointMs ?? '-'} | ${t(r).tokenRefreshMs} | ${t(r).disconnectAndClearMs} | ${t(r).totalMs} |`);
 }
 if (failures.length) {
-  console.error(`\nFAILED (${mode} mode): the runs differ or missed a step:\n${failures.join('\n')}`);
+  console.error(`\nFAILED (${label}): the runs differ or missed a step:\n${failures.join('\n')}`);
   process.exit(1);
 }
 if (!oplite) {
-  console.log(`\nthe bundled core alone (${mode} mode): every check of the scenario passed; nothing compared`);
+  console.log(`\nthe bundled core alone (${label}): every check of the scenario passed; nothing compared`);
   process.exit(0);
 }
-console.log(`\n${mode} mode, identical: app tables (${a.tables.lists} lists, ${a.tables.todos} todos), ${a.serviceStats.upload_batches} upload batches, ` +
+console.log(`\n${label}, identical: app tables (${a.tables.lists} ${raw ? 'lists in the raw table' : 'lists'}, ${a.tables.todos} todos), ${a.serviceStats.upload_batches} upload batches, ` +
   `${a.transitions.length} status transitions, ${a.serviceStats.streams} streams (1 dropped and resumed), ${a.credentialFetches} credential fetches, empty after disconnectAndClear`);

@@ -13,6 +13,12 @@
 // connection) and also awaits db.requestCheckpoint() after the upload,
 // then checks that the uploaded rows' server versions are applied.
 //
+// --schema raw: the SDK schema has `lists` as a raw table (schema.withRawTables)
+// instead of a view: the app creates its own `lists` table first, the sync
+// client puts and deletes synced rows there with the raw table's statements,
+// and the app's writes are queued for upload by triggers made with
+// powersync_create_raw_table_crud_trigger. Everything else is the same.
+//
 // A failing run still writes --out: {"failed": message, "step": step}.
 import { createHash } from 'node:crypto';
 import { writeFileSync, mkdirSync, rmSync } from 'node:fs';
@@ -28,6 +34,7 @@ const { values: args } = parseArgs({
     dir: { type: 'string' },
     out: { type: 'string' },
     rows: { type: 'string', default: '100000' },
+    schema: { type: 'string', default: 'views' },
     // Default: 40 lines at 100k rows (the initial sync is about 100 lines),
     // scaled with --rows so the cut always lands inside the first stream.
     'drop-after': { type: 'string' },
@@ -38,6 +45,8 @@ args['drop-after'] ??= String(Math.max(8, Math.round((40 * ROWS) / 100000)));
 const url = args.url;
 const MODE = args.mode;
 if (MODE !== 'legacy' && MODE !== 'requests') throw new Error(`--mode legacy|requests, not ${MODE}`);
+const RAW = args.schema === 'raw';
+if (!RAW && args.schema !== 'views') throw new Error(`--schema views|raw, not ${args.schema}`);
 // What the run was doing, for the report of a failed run.
 let step = 'opening the database';
 // The last error the SDK logged (other than the planned drop), for the
@@ -55,10 +64,21 @@ const t0 = performance.now();
 const elapsed = () => Math.round(performance.now() - t0);
 const log = (...m) => console.error(`[${args.core} ${MODE} ${(elapsed() / 1000).toFixed(1)}s]`, ...m);
 
-const schema = new Schema({
-  lists: new Table({ name: column.text, created_at: column.text }),
-  todos: new Table({ list_id: column.text, description: column.text, done: column.integer }, { indexes: { list: ['list_id'] } }),
-});
+const todos = new Table({ list_id: column.text, description: column.text, done: column.integer }, { indexes: { list: ['list_id'] } });
+const schema = RAW ? new Schema({ todos }) : new Schema({ lists: new Table({ name: column.text, created_at: column.text }), todos });
+// The raw table: synced `lists` rows go into the app's own table (created
+// below, before connect), not into a view over ps_data__lists.
+const RAW_LISTS_DDL = 'CREATE TABLE lists (id TEXT NOT NULL PRIMARY KEY, name TEXT, created_at TEXT)';
+if (RAW) {
+  schema.withRawTables({
+    lists: {
+      schema: { tableName: 'lists' },
+      put: { sql: 'INSERT OR REPLACE INTO lists (id, name, created_at) VALUES (?, ?, ?)', params: ['Id', { Column: 'name' }, { Column: 'created_at' }] },
+      delete: { sql: 'DELETE FROM lists WHERE id = ?', params: ['Id'] },
+      clear: 'DELETE FROM lists',
+    },
+  });
+}
 
 async function http(method, path, body) {
   const res = await fetch(url + path, {
@@ -142,7 +162,20 @@ await db.init();
 const coreVersion = (await db.get('SELECT powersync_rs_version() AS v')).v;
 // Which core the worker really loaded: only oplite adds its own columns to ps_buckets.
 const coreIsOplite = (await db.get("SELECT count(*) AS n FROM pragma_table_info('ps_buckets') WHERE name = 'oplite_op_count'")).n > 0;
-log(`core ${coreVersion}${coreIsOplite ? ' (oplite)' : ''}`);
+log(`core ${coreVersion}${coreIsOplite ? ' (oplite)' : ''}${RAW ? ', lists as a raw table' : ''}`);
+if (RAW) {
+  // The app's own table, and the triggers that queue its local writes for
+  // upload (the SDK docs: powersync_create_raw_table_crud_trigger with the
+  // raw table's JSON, Schema.rawTableToJson).
+  step = 'creating the raw table and its triggers';
+  const definition = JSON.stringify(Schema.rawTableToJson(schema.rawTables[0]));
+  await db.writeTransaction(async (tx) => {
+    await tx.execute(RAW_LISTS_DDL);
+    for (const write of ['INSERT', 'UPDATE', 'DELETE']) {
+      await tx.execute('SELECT powersync_create_raw_table_crud_trigger(?, ?, ?)', [definition, `lists_${write.toLowerCase()}`, write]);
+    }
+  });
+}
 
 // Sync status transitions, reduced to what the issue lists.
 const transitions = [];
@@ -318,6 +351,15 @@ for (const table of ['lists', 'todos']) {
 }
 const sample = await db.getAll("SELECT * FROM todos WHERE id IN ('local0', 'todo1', 'todo4', 'todo7') ORDER BY id");
 const service = await http('GET', '/dev/log');
+// Where the app's `lists` rows live: its own table (raw) or a view over
+// ps_data__lists; and the triggers on it (their SQL is the core's).
+const rawTable = RAW ? {
+  listsType: (await db.get("SELECT type FROM sqlite_master WHERE name = 'lists'")).type,
+  psDataLists: (await db.get("SELECT count(*) AS n FROM sqlite_master WHERE name = 'ps_data__lists'")).n,
+  untypedLists: (await db.get("SELECT count(*) AS n FROM ps_untyped WHERE type = 'lists'")).n,
+  oplogLists: (await db.get("SELECT count(*) AS n FROM ps_oplog WHERE row_type = 'lists'")).n,
+  triggers: (await db.getAll("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'lists' ORDER BY name")),
+} : null;
 
 // 4. disconnectAndClear: every synced and local row is gone.
 step = 'disconnectAndClear';
@@ -340,6 +382,8 @@ timings.totalMs = elapsed() - pause;
 const result = {
   core: args.core,
   mode: MODE,
+  schema: args.schema,
+  rawTable,
   coreVersion,
   coreIsOplite,
   timings,

@@ -83,6 +83,11 @@ pub fn clear(db: &Connection, flags: i64) -> Result<()> {
             db.execute_batch(&format!("DELETE FROM {}", identifier(&table.name))).context("clearing a data table")?;
         }
     }
+    // A raw table's clear statement runs as a sync operation, as the
+    // reference's does: the app's crud triggers on that table (WHEN NOT
+    // powersync_in_sync_operation()) must not queue the cleared rows for
+    // upload (the Node SDK's disconnectAndClear with a raw table).
+    let _sync = super::apply::SyncOperationGuard::enter(db);
     for raw in load_raw_tables(db)? {
         if let Some(sql) = &raw.clear {
             db.execute_batch(sql).map_err(|e| OpliteError::sqlite(format!("clearing raw table {:?}", raw.name), e))?;
