@@ -209,3 +209,20 @@ fn json_merge_matches_the_reference() {
     }
 }
 
+
+#[test]
+fn clearing_a_raw_table_queues_no_uploads() {
+    // disconnectAndClear with a raw table whose crud triggers the app made:
+    // the clear statement runs as a sync operation, so the triggers skip it.
+    let mut pair = pair();
+    let definition = json!({"name": "things", "table_name": "things", "clear": "DELETE FROM things"});
+    pair.replace_schema(&json!({"tables": [], "raw_tables": [definition]}));
+    create_triggers(&mut pair, &definition);
+    pair.execute("BEGIN; INSERT INTO things(id, a) VALUES ('local', 1); COMMIT;");
+    pair.assert_same_tables();
+    assert_eq!(common::schema::texts(&pair.ours, "SELECT count(*) FROM ps_crud"), ["1"]);
+    pair.execute("DELETE FROM ps_crud; BEGIN; SELECT powersync_clear(0); COMMIT;");
+    pair.assert_same_tables();
+    assert_eq!(common::schema::texts(&pair.ours, "SELECT count(*) FROM ps_crud"), ["0"]);
+    assert_eq!(common::schema::texts(&pair.ours, "SELECT count(*) FROM things"), ["0"]);
+}
