@@ -51,6 +51,10 @@ use rusqlite::Connection;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+#[path = "../bench_shared.rs"]
+mod bench_shared;
+use bench_shared::{reference_core, remove_db};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Engine {
     Oplite,
@@ -283,21 +287,7 @@ fn print_table(results: &[(u64, Encoding, Engine, Run)], runs: usize, shape: &st
     println!("\nratios: total time of the row's engine divided by the reference's / the floor's (lower is better).");
 }
 
-fn reference_core() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os("REFERENCE_CORE") {
-        return Ok(PathBuf::from(path));
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/reference-core.sh");
-    let output = Command::new("bash").arg(&script).output().map_err(|e| format!("{}: {e}", script.display()))?;
-    if !output.status.success() {
-        return Err(format!("{} failed: {}", script.display(), String::from_utf8_lossy(&output.stderr)));
-    }
-    Ok(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
-}
 
-fn remove_db(path: &Path) {
-    let _ = oplite_cli::demo::remove_database(path);
-}
 
 fn file_size(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)

@@ -1,0 +1,321 @@
+//! `oplite-steady`: the steady-state benchmark (issue 23).
+//!
+//! Apps spend most of their life on small syncs, not on the first one. This
+//! benchmark builds a database of `--rows` synced rows (the published
+//! benchmark shape: `thisisatable`, 10 buckets), then feeds it
+//! `--checkpoints` checkpoints of 1 to `--max-ops` ops each, as a live
+//! connection gets them: a `checkpoint_diff` naming the buckets that moved,
+//! one data line per such bucket, and `checkpoint_complete`. The ops are
+//! updates of existing rows (80%), new rows (10%) and removals (10%), drawn
+//! from a fixed seed, so every engine gets the same stream. Each call runs
+//! in its own `BEGIN IMMEDIATE` transaction on a WAL file database, as the
+//! SDKs and the `oplite` host do.
+//!
+//! The latency of a checkpoint is the time from the start of its
+//! `checkpoint_diff` call to the commit of its `checkpoint_complete`; the
+//! table shows p50, p99 and the maximum of each run, medians over runs that
+//! alternate the engines. Every run is a child process on a fresh database,
+//! and checks at the end that the app's table holds exactly the rows the
+//! stream left (so a checkpoint that failed its checksums, or applied
+//! nothing, fails the run).
+//!
+//! ```text
+//! cargo build --release -p oplite-cli --bin oplite-steady
+//! target/release/oplite-steady [--rows 1000000] [--checkpoints 1000] [--max-ops 100] [--runs 3] [--engines oplite,reference]
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use oplite_test_data::lines::{checkpoint_complete, checkpoint_diff, data_line, encode};
+use oplite_test_data::server::ServerOp;
+use oplite_test_data::stream::ROW_TYPE;
+use oplite_test_data::{BucketEntry, Encoding, Rng, StreamSpec};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::Connection;
+use serde_json::{json, Value};
+
+#[path = "../bench_shared.rs"]
+mod bench_shared;
+use bench_shared::{reference_core, remove_db};
+
+const ENGINES: [&str; 2] = ["oplite", "reference"];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = if args.first().map(String::as_str) == Some("--child") { child(&args[1..]) } else { parent(&args) };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("oplite-steady: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What one run measures.
+struct Run {
+    initial_seconds: f64,
+    latencies_ms: Vec<f64>,
+}
+
+impl Run {
+    fn percentile(&self, p: f64) -> f64 {
+        let mut sorted = self.latencies_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+        sorted[rank.clamp(1, sorted.len()) - 1]
+    }
+}
+
+fn parent(args: &[String]) -> Result<(), String> {
+    let (mut rows, mut checkpoints, mut max_ops, mut runs) = (1_000_000u64, 1_000u64, 100u64, 3usize);
+    let mut engines: Vec<String> = ENGINES.iter().map(|e| e.to_string()).collect();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().cloned().ok_or_else(|| format!("{arg} needs a value"));
+        let number = |v: String| v.replace('_', "").parse::<u64>().map_err(|e| format!("{arg}: {e}"));
+        match arg.as_str() {
+            "--rows" => rows = number(value()?)?,
+            "--checkpoints" => checkpoints = number(value()?)?,
+            "--max-ops" => max_ops = number(value()?)?.max(1),
+            "--runs" => runs = number(value()?)?.max(1) as usize,
+            "--engines" => engines = value()?.split(',').map(|e| e.trim().to_owned()).collect(),
+            "-h" | "--help" => {
+                println!("usage: oplite-steady [--rows 1000000] [--checkpoints 1000] [--max-ops 100] [--runs 3] [--engines oplite,reference]");
+                return Ok(());
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if let Some(unknown) = engines.iter().find(|e| !ENGINES.contains(&e.as_str())) {
+        return Err(format!("--engines: unknown engine {unknown:?} (known: {})", ENGINES.join(", ")));
+    }
+    let reference = if engines.iter().any(|e| e == "reference") { Some(reference_core()?) } else { None };
+    let dir = std::env::temp_dir().join(format!("oplite-steady-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut results: BTreeMap<&str, Vec<Run>> = BTreeMap::new();
+    for i in 0..runs {
+        for engine in &engines {
+            let db = dir.join(format!("{engine}-{i}.db"));
+            let mut command = Command::new(&exe);
+            command.args(["--child", engine]).arg(&db).args([rows, checkpoints, max_ops].map(|n| n.to_string()));
+            if let Some(reference) = &reference {
+                command.env("REFERENCE_CORE", reference);
+            }
+            let output = command.output().map_err(|e| e.to_string())?;
+            remove_db(&db);
+            if !output.status.success() {
+                return Err(format!("{engine} run {}: {}", i + 1, String::from_utf8_lossy(&output.stderr).trim()));
+            }
+            let v: Value = serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())?;
+            let run = Run {
+                initial_seconds: v["initial"].as_f64().unwrap_or(0.0),
+                latencies_ms: v["latencies_ms"].as_array().into_iter().flatten().filter_map(Value::as_f64).collect(),
+            };
+            eprintln!(
+                "{engine:<9} run {}: initial sync {:.2} s, p50 {:.2} ms, p99 {:.2} ms",
+                i + 1,
+                run.initial_seconds,
+                run.percentile(50.0),
+                run.percentile(99.0)
+            );
+            let key = ENGINES.iter().find(|e| **e == engine.as_str()).expect("checked above");
+            results.entry(key).or_default().push(run);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    print_table(&results, rows, checkpoints, max_ops, runs);
+    Ok(())
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+fn print_table(results: &BTreeMap<&str, Vec<Run>>, rows: u64, checkpoints: u64, max_ops: u64, runs: usize) {
+    println!(
+        "Steady state: {} synced rows, then {checkpoints} checkpoints of 1 to {max_ops} ops (80% updates, 10% new rows, \
+         10% removals), each a checkpoint_diff, a data line per bucket and checkpoint_complete, one transaction per call, \
+         WAL file database. Latency from the checkpoint_diff call to the applied checkpoint; medians of {runs} runs.\n",
+        oplite_cli::progress::format_count(rows)
+    );
+    println!("| engine | p50 (ms) | p99 (ms) | max (ms) | mean (ms) | p50 vs reference | p99 vs reference | initial sync (s) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    let stat = |runs: &[Run], f: &dyn Fn(&Run) -> f64| median(runs.iter().map(f).collect());
+    let mean = |r: &Run| r.latencies_ms.iter().sum::<f64>() / r.latencies_ms.len().max(1) as f64;
+    let reference = results.get("reference");
+    for (engine, runs) in results {
+        let (p50, p99) = (stat(runs, &|r| r.percentile(50.0)), stat(runs, &|r| r.percentile(99.0)));
+        let ratio = |value: f64, f: &dyn Fn(&Run) -> f64| match reference {
+            Some(base) => format!("{:.2}x", value / stat(base, f)),
+            None => "-".into(),
+        };
+        println!(
+            "| {engine} | {p50:.2} | {p99:.2} | {:.2} | {:.2} | {} | {} | {:.2} |",
+            stat(runs, &|r| r.percentile(100.0)),
+            stat(runs, &mean),
+            ratio(p50, &|r| r.percentile(50.0)),
+            ratio(p99, &|r| r.percentile(99.0)),
+            stat(runs, &|r| r.initial_seconds),
+        );
+    }
+}
+
+/// The server side of the steady phase: each bucket's checksum, count and
+/// newest op, and which rows exist, so every checkpoint it writes is one
+/// a correct core accepts.
+struct Stream {
+    spec: StreamSpec,
+    entries: Vec<BucketEntry>,
+    last_op: Vec<i64>,
+    next_op: i64,
+    live: Vec<bool>,
+    rng: Rng,
+}
+
+impl Stream {
+    fn new(spec: StreamSpec, seed: u64) -> Stream {
+        let entries = spec.entries();
+        let last_op = (0..spec.buckets).map(|b| spec.op_ids(b, 0).last().unwrap_or(0) as i64).collect();
+        let live = vec![true; spec.row_count() as usize + 1];
+        Stream { next_op: spec.ops as i64 + 1, spec, entries, last_op, live, rng: Rng::new(seed) }
+    }
+
+    /// One checkpoint's lines, in the order a service sends them.
+    fn checkpoint(&mut self, max_ops: u64) -> Vec<Value> {
+        let count = 1 + self.rng.below(max_ops);
+        let mut by_bucket: BTreeMap<u64, Vec<ServerOp>> = BTreeMap::new();
+        for _ in 0..count {
+            let roll = self.rng.below(100);
+            let row = if roll < 10 {
+                self.live.push(true);
+                self.live.len() as u64 - 1
+            } else {
+                1 + self.rng.below(self.live.len() as u64 - 1)
+            };
+            let remove = (10..20).contains(&roll) && self.live[row as usize];
+            self.live[row as usize] = !remove;
+            let op_id = self.next_op;
+            self.next_op += 1;
+            let op = ServerOp {
+                op_id,
+                op: if remove { "REMOVE" } else { "PUT" },
+                object_type: Some(ROW_TYPE.to_owned()),
+                object_id: Some(format!("thisismyrowid{row}")),
+                subkey: None,
+                checksum: self.rng.next_u64() as u32,
+                data: (!remove).then(|| format!("{{\"n\":{op_id}}}")),
+            };
+            // A row stays in its bucket, so each new op supersedes the last.
+            by_bucket.entry(row % self.spec.buckets).or_default().push(op);
+        }
+        let mut data = Vec::new();
+        let mut updated = Vec::new();
+        for (bucket, ops) in &by_bucket {
+            let b = *bucket as usize;
+            let entry = &mut self.entries[b];
+            for op in ops {
+                entry.checksum = entry.checksum.wrapping_add(op.checksum);
+                entry.count += 1;
+            }
+            updated.push(entry.clone());
+            let after = self.last_op[b].to_string();
+            self.last_op[b] = ops.last().expect("a bucket in the map has ops").op_id;
+            let line = data_line(Encoding::Json, &entry.bucket, &after, false, ops);
+            data.push(serde_json::from_slice(&line).expect("data_line writes JSON"));
+        }
+        let last = self.next_op - 1;
+        let mut lines = vec![checkpoint_diff(last, None, &updated, &[])];
+        lines.extend(data);
+        lines.push(checkpoint_complete(last));
+        lines
+    }
+
+    fn live_rows(&self) -> u64 {
+        self.live.iter().skip(1).filter(|l| **l).count() as u64
+    }
+}
+
+fn child(args: &[String]) -> Result<(), String> {
+    let [engine, db, rows, checkpoints, max_ops] = args else {
+        return Err("usage: --child ENGINE DB ROWS CHECKPOINTS MAX_OPS".into());
+    };
+    let number = |v: &str| v.parse::<u64>().map_err(|e| format!("{v:?}: {e}"));
+    let (rows, checkpoints, max_ops) = (number(rows)?, number(checkpoints)?, number(max_ops)?);
+    let db_path = PathBuf::from(db);
+    remove_db(&db_path);
+    let err = |e: rusqlite::Error| e.to_string();
+    let conn = Connection::open(&db_path).map_err(err)?;
+    conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).map_err(err)?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL").map_err(err)?;
+    if engine == "reference" {
+        let path = std::env::var_os("REFERENCE_CORE").ok_or("REFERENCE_CORE is not set")?;
+        unsafe {
+            let _guard = rusqlite::LoadExtensionGuard::new(&conn).map_err(err)?;
+            conn.load_extension(PathBuf::from(path), Some("sqlite3_powersync_init")).map_err(err)?;
+        }
+    } else {
+        oplite::register(&conn).map_err(|e| e.to_string())?;
+    }
+    let spec = StreamSpec::benchmark(rows);
+    conn.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").map_err(err)?;
+    conn.execute_batch("BEGIN").map_err(err)?;
+    conn.query_row("SELECT powersync_replace_schema(?1)", [spec.schema().to_string()], |_| Ok(())).map_err(err)?;
+    conn.execute_batch("COMMIT").map_err(err)?;
+    control(&conn, "start", SqlValue::Null)?;
+
+    let started = Instant::now();
+    for line in spec.lines(Encoding::Json, &HashMap::new()) {
+        let text = String::from_utf8(line).map_err(|e| e.to_string())?;
+        control(&conn, "line_text", SqlValue::Text(text))?;
+    }
+    let initial = started.elapsed().as_secs_f64();
+
+    let mut stream = Stream::new(spec, 23);
+    let mut latencies_ms = Vec::with_capacity(checkpoints as usize);
+    for i in 0..checkpoints {
+        let lines: Vec<String> = stream.checkpoint(max_ops).iter().map(|l| String::from_utf8(encode(Encoding::Json, l)).expect("JSON")).collect();
+        let started = Instant::now();
+        let mut last = Value::Null;
+        for line in lines {
+            last = control(&conn, "line_text", SqlValue::Text(line))?;
+        }
+        latencies_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        if last.to_string().contains("CloseSyncStream") {
+            return Err(format!("checkpoint {} was not applied: {last}", i + 1));
+        }
+    }
+    let visible: i64 = conn.query_row(&format!("SELECT count(*) FROM {ROW_TYPE}"), [], |r| r.get(0)).map_err(err)?;
+    if visible as u64 != stream.live_rows() {
+        return Err(format!("{visible} rows visible at the end, the stream left {}", stream.live_rows()));
+    }
+    println!("{}", json!({"initial": initial, "latencies_ms": latencies_ms}));
+    Ok(())
+}
+
+/// One `powersync_control` call in its own transaction; its instructions.
+fn control(conn: &Connection, op: &str, payload: SqlValue) -> Result<Value, String> {
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| e.to_string())?;
+    let result: rusqlite::Result<String> =
+        conn.query_row("SELECT powersync_control(?1, ?2)", rusqlite::params![op, payload], |r| r.get(0));
+    match result {
+        Ok(text) => {
+            conn.execute_batch("COMMIT").map_err(|e| e.to_string())?;
+            serde_json::from_str(&text).map_err(|e| format!("powersync_control('{op}') answered {text:?}: {e}"))
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(format!("powersync_control('{op}'): {e}"))
+        }
+    }
+}
