@@ -23,3 +23,21 @@ pub fn reference_core() -> Result<PathBuf, String> {
 pub fn remove_db(path: &Path) {
     let _ = oplite_cli::demo::remove_database(path);
 }
+
+/// Runs `child` for `--child ARGS...` (one measured run in a process of its
+/// own) and `parent` otherwise; an error is printed after `name`.
+pub fn main(
+    name: &str,
+    parent: fn(&[String]) -> Result<(), String>,
+    child: fn(&[String]) -> Result<(), String>,
+) -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = if args.first().map(String::as_str) == Some("--child") { child(&args[1..]) } else { parent(&args) };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

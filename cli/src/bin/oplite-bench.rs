@@ -121,15 +121,7 @@ struct Run {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = if args.first().map(String::as_str) == Some("--child") { child(&args[1..]) } else { parent(&args) };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("oplite-bench: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    bench_shared::main("oplite-bench", parent, child)
 }
 
 fn list<T>(value: &str, parse: impl Fn(&str) -> Option<T>, flag: &str) -> Result<Vec<T>, String> {

@@ -44,15 +44,7 @@ use bench_shared::{reference_core, remove_db};
 const ENGINES: [&str; 2] = ["oplite", "reference"];
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = if args.first().map(String::as_str) == Some("--child") { child(&args[1..]) } else { parent(&args) };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("oplite-steady: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    bench_shared::main("oplite-steady", parent, child)
 }
 
 /// What one run measures.
