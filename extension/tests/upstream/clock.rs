@@ -23,6 +23,11 @@ pub fn now_ms() -> i64 {
     NOW_MS.with(Cell::get)
 }
 
+/// Sets the fake clock of this thread back to its start.
+pub fn reset() {
+    NOW_MS.with(|now| now.set(START_MS));
+}
+
 /// Moves the fake clock of this thread forward.
 pub fn advance(duration: std::time::Duration) {
     NOW_MS.with(|now| now.set(now.get() + duration.as_millis() as i64));

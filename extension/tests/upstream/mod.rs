@@ -27,8 +27,10 @@ pub enum Core {
 }
 
 impl Core {
-    /// A fresh in-memory database with this core, on the fake clock.
+    /// A fresh in-memory database with this core, on the fake clock
+    /// (which this sets back to its start).
     pub fn open(self) -> Connection {
+        clock::reset();
         self.open_path(":memory:", OpenFlags::default())
     }
 
@@ -64,6 +66,39 @@ macro_rules! per_core {
                 $(#[$attr])?
                 fn oplite() {
                     super::$name($crate::upstream::Core::Oplite)
+                }
+            }
+        )*
+    };
+}
+
+/// Generates, for each listed sync test `fn name(core: Core, bson: bool)`,
+/// a module `name` with `text_reference`, `text_oplite`, `bson_reference`
+/// and `bson_oplite` (the Dart sync tests run with both line encodings);
+/// attributes after `oplite:` go on both oplite tests.
+#[macro_export]
+macro_rules! per_core_and_encoding {
+    ($($name:ident $(, oplite: #[$attr:meta])? ;)*) => {
+        $(
+            mod $name {
+                use $crate::upstream::Core;
+                #[test]
+                fn text_reference() {
+                    super::$name(Core::Reference, false)
+                }
+                #[test]
+                fn bson_reference() {
+                    super::$name(Core::Reference, true)
+                }
+                #[test]
+                $(#[$attr])?
+                fn text_oplite() {
+                    super::$name(Core::Oplite, false)
+                }
+                #[test]
+                $(#[$attr])?
+                fn bson_oplite() {
+                    super::$name(Core::Oplite, true)
                 }
             }
         )*
