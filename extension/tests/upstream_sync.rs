@@ -13,7 +13,7 @@ use rusqlite::types::{Null, Value as SqlValue};
 use serde_json::{json, Value};
 use upstream::clock::{advance, timestamp_micros as ts};
 use upstream::sync::{bucket, checkpoint, checkpoint_complete, find, priority_buckets, Session};
-use upstream::{exec, scalar, select, tx, Core};
+use upstream::{assert_fails_containing, exec, scalar, select, tx, Core};
 
 /// A value of `ps_kv` (null when absent).
 fn kv(s: &Session, key: &str) -> Value {
@@ -269,22 +269,10 @@ fn stores_seeded_ids_verbatim(core: Core, bson: bool) {
     assert_eq!(next_request_id(&mut s), 6);
 }
 
-/// Asserts the extended code of a failed call and a part of its message.
-fn assert_fails<T: std::fmt::Debug>(result: rusqlite::Result<T>, code: i32, part: &str) {
-    match result {
-        Err(rusqlite::Error::SqliteFailure(e, message)) => {
-            let message = message.unwrap_or_default();
-            assert!(message.contains(part), "{message:?} does not contain {part:?}");
-            assert_eq!(e.extended_code, code, "{message}");
-        }
-        other => panic!("expected a failure containing {part:?}, got {other:?}"),
-    }
-}
-
 fn rejects_absent_seed(core: Core, bson: bool) {
     let mut s = Session::new(core, bson);
     s.control_raw("start", Null);
-    assert_fails(
+    assert_fails_containing(
         s.try_control_raw("seed_checkpoint_request_id", Null),
         3091,
         "checkpoint request id must be an integer or integer string",
@@ -295,7 +283,7 @@ fn rejects_absent_seed(core: Core, bson: bool) {
 fn rejects_zero_seed(core: Core, bson: bool) {
     let mut s = Session::new(core, bson);
     s.control_raw("start", Null);
-    assert_fails(s.try_control_raw("seed_checkpoint_request_id", 0), 3091, "checkpoint request id must be a positive integer");
+    assert_fails_containing(s.try_control_raw("seed_checkpoint_request_id", 0), 3091, "checkpoint request id must be a positive integer");
     assert_eq!(last_requested(&s), Value::Null);
 }
 
@@ -309,14 +297,14 @@ fn accepts_text_seed(core: Core, bson: bool) {
 
 fn seeding_needs_iteration(core: Core, bson: bool) {
     let mut s = Session::new(core, bson);
-    assert_fails(s.try_scalar("seed_checkpoint_request_id", 1), 21, "No iteration is active");
+    assert_fails_containing(s.try_scalar("seed_checkpoint_request_id", 1), 21, "No iteration is active");
     assert_eq!(last_requested(&s), Value::Null);
 }
 
 fn allocating_needs_seed(core: Core, bson: bool) {
     let mut s = Session::new(core, bson);
     s.control_raw("start", Null);
-    assert_fails(s.try_control_raw("next_checkpoint_request_id", Null), 21, "Checkpoint request state has not been seeded");
+    assert_fails_containing(s.try_control_raw("next_checkpoint_request_id", Null), 21, "Checkpoint request state has not been seeded");
     assert_eq!(target(&mut s, Null), Value::Null);
 }
 
@@ -340,7 +328,7 @@ fn target_accepts_text(core: Core, bson: bool) {
 
 fn target_rejects_negative(core: Core, bson: bool) {
     let mut s = Session::new(core, bson);
-    assert_fails(
+    assert_fails_containing(
         s.try_control_raw("target_checkpoint_request_id", -1),
         3091,
         "target checkpoint request id must be a non-negative integer",
@@ -472,7 +460,7 @@ fn soft_clear(core: Core, bson: bool) {
 fn resync_forbidden_during_sync(core: Core, bson: bool) {
     let mut s = Session::new(core, bson);
     s.start();
-    assert_fails(
+    assert_fails_containing(
         upstream::execute_in_tx(&s.db, "SELECT powersync_trigger_resync(1)", &[]),
         3091,
         "Cannot clear or trigger resync while a sync iteration is active.",

@@ -182,6 +182,19 @@ pub fn assert_sqlite_error<T: std::fmt::Debug>(result: rusqlite::Result<T>, code
     }
 }
 
+/// Asserts that `result` is a SQLite error with this extended code whose
+/// message contains `part`.
+pub fn assert_fails_containing<T: std::fmt::Debug>(result: rusqlite::Result<T>, code: i32, part: &str) {
+    match result {
+        Err(rusqlite::Error::SqliteFailure(e, message)) => {
+            let message = message.unwrap_or_default();
+            assert!(message.contains(part), "{message:?} does not contain {part:?}");
+            assert_eq!(e.extended_code, code, "{message}");
+        }
+        other => panic!("expected a failure containing {part:?}, got {other:?}"),
+    }
+}
+
 /// The extended code of a failed call (panics on success).
 pub fn error_code<T: std::fmt::Debug>(result: rusqlite::Result<T>) -> i32 {
     match result {
