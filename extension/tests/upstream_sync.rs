@@ -568,3 +568,395 @@ per_core_and_encoding! {
     deletes_old_buckets;
     checksums_from_js_numbers;
 }
+
+/// The download progress the last `UpdateSyncStatus` reported: per bucket,
+/// (priority, at_last, since_last, target_count).
+struct Progress {
+    buckets: Option<Vec<(i64, i64, i64, i64)>>,
+    last_op_id: i64,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress { buckets: None, last_op_id: 0 }
+    }
+
+    fn apply(&mut self, instructions: &Value) {
+        for status in statuses(instructions) {
+            self.buckets = status["downloading"].as_object().map(|downloading| {
+                downloading["buckets"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .map(|b| {
+                        let n = |k: &str| b[k].as_i64().unwrap();
+                        (n("priority"), n("at_last"), n("since_last"), n("target_count"))
+                    })
+                    .collect()
+            });
+        }
+    }
+
+    /// (downloaded, total) over the buckets of at most this priority.
+    fn up_to(&self, priority: i64) -> (i64, i64) {
+        self.buckets.as_ref().expect("a download in progress").iter().filter(|b| b.0 <= priority).fold(
+            (0, 0),
+            |(done, total), &(_, at_last, since_last, target)| (done + since_last, total + target - at_last),
+        )
+    }
+
+    fn total(&self) -> (i64, i64) {
+        self.up_to(i64::MAX)
+    }
+
+    fn control(&mut self, s: &mut Session, op: &str) {
+        let instructions = s.control(op, Null);
+        self.apply(&instructions);
+    }
+
+    fn checkpoint(&mut self, s: &mut Session, last_op_id: i64, buckets: Vec<Value>) {
+        let instructions = s.push_checkpoint(last_op_id, buckets);
+        self.apply(&instructions);
+    }
+
+    /// A data line with `amount` new operations for `bucket`.
+    fn data(&mut self, s: &mut Session, bucket: &str, amount: usize) {
+        let ops: Vec<Value> = (0..amount)
+            .map(|_| {
+                self.last_op_id += 1;
+                let id = self.last_op_id.to_string();
+                json!({"op_id": id, "op": "PUT", "object_type": "items", "object_id": id, "checksum": 0, "data": "{}"})
+            })
+            .collect();
+        let instructions =
+            s.line(&json!({"data": {"bucket": bucket, "has_more": false, "after": null, "next_after": null, "data": ops}}));
+        self.apply(&instructions);
+    }
+
+    fn complete(&mut self, s: &mut Session) {
+        let instructions = s.line(&checkpoint_complete(None, &self.last_op_id.to_string()));
+        self.apply(&instructions);
+    }
+}
+
+fn counted(name: &str, count: i64, priority: i64) -> Value {
+    let mut b = bucket(name, priority);
+    b["count"] = json!(count);
+    b
+}
+
+fn progress_without_priorities(core: Core, bson: bool) {
+    let mut s = Session::new(core, bson);
+    let mut p = Progress::new();
+    p.control(&mut s, "start");
+    assert!(p.buckets.is_none());
+    p.checkpoint(&mut s, 10, vec![counted("a", 10, 3)]);
+    assert_eq!(p.total(), (0, 10));
+    p.data(&mut s, "a", 10);
+    assert_eq!(p.total(), (10, 10));
+    p.complete(&mut s);
+    assert!(p.buckets.is_none());
+    let diff = s.line(&json!({"checkpoint_diff": {"last_op_id": "12",
+        "updated_buckets": [{"bucket": "a", "priority": 3, "checksum": 0, "count": 12, "last_op_id": null}],
+        "removed_buckets": [], "write_checkpoint": null}}));
+    p.apply(&diff);
+    assert_eq!(p.total(), (0, 2));
+    p.data(&mut s, "a", 2);
+    assert_eq!(p.total(), (2, 2));
+    p.complete(&mut s);
+    assert!(p.buckets.is_none());
+}
+
+/// Downloads 5 of bucket `a`'s 10 operations, then stops and starts again.
+fn interrupted(s: &mut Session, p: &mut Progress) {
+    p.control(s, "start");
+    p.checkpoint(s, 10, vec![counted("a", 10, 3)]);
+    assert_eq!(p.total(), (0, 10));
+    p.data(s, "a", 5);
+    assert_eq!(p.total(), (5, 10));
+    p.control(s, "stop");
+    assert!(p.buckets.is_none());
+    p.control(s, "start");
+}
+
+fn progress_interrupted(core: Core, bson: bool) {
+    let mut s = Session::new(core, bson);
+    let mut p = Progress::new();
+    interrupted(&mut s, &mut p);
+    p.checkpoint(&mut s, 10, vec![counted("a", 10, 3)]);
+    assert_eq!(p.total(), (5, 10));
+    p.data(&mut s, "a", 5);
+    assert_eq!(p.total(), (10, 10));
+    p.complete(&mut s);
+    assert!(p.buckets.is_none());
+}
+
+fn progress_interrupted_new_checkpoint(core: Core, bson: bool) {
+    let mut s = Session::new(core, bson);
+    let mut p = Progress::new();
+    interrupted(&mut s, &mut p);
+    p.checkpoint(&mut s, 12, vec![counted("a", 12, 3)]);
+    assert_eq!(p.total(), (5, 12));
+    p.data(&mut s, "a", 7);
+    assert_eq!(p.total(), (12, 12));
+    p.complete(&mut s);
+    assert!(p.buckets.is_none());
+}
+
+fn progress_interrupt_and_defrag(core: Core, bson: bool) {
+    let mut s = Session::new(core, bson);
+    let mut p = Progress::new();
+    interrupted(&mut s, &mut p);
+    p.checkpoint(&mut s, 14, vec![counted("a", 4, 3)]);
+    assert_eq!(p.total(), (0, 4), "a bucket that shrank restarts its progress");
+    let buckets = select(&s.db, "SELECT * FROM ps_buckets", &[]);
+    assert_eq!(buckets.len(), 1);
+    assert_eq!((&buckets[0]["count_since_last"], &buckets[0]["count_at_last"]), (&json!(0), &json!(0)));
+}
+
+fn progress_different_priorities(core: Core, bson: bool) {
+    let mut s = Session::new(core, bson);
+    let mut p = Progress::new();
+    let expect = |p: &Progress, prio0: (i64, i64), prio2: (i64, i64)| {
+        assert_eq!((p.up_to(0), p.up_to(1), p.up_to(2), p.total()), (prio0, prio0, prio2, prio2));
+    };
+    p.control(&mut s, "start");
+    p.checkpoint(&mut s, 10, vec![counted("a", 5, 0), counted("b", 5, 2)]);
+    expect(&p, (0, 5), (0, 10));
+    p.data(&mut s, "a", 5);
+    expect(&p, (5, 5), (5, 10));
+    p.data(&mut s, "b", 2);
+    expect(&p, (5, 5), (7, 10));
+    p.checkpoint(&mut s, 14, vec![counted("a", 8, 0), counted("b", 6, 2)]);
+    expect(&p, (5, 8), (7, 14));
+    p.data(&mut s, "a", 3);
+    expect(&p, (8, 8), (10, 14));
+    p.data(&mut s, "b", 4);
+    expect(&p, (8, 8), (14, 14));
+    p.complete(&mut s);
+    assert!(p.buckets.is_none());
+}
+
+per_core_and_encoding! {
+    progress_without_priorities;
+    progress_interrupted;
+    progress_interrupted_new_checkpoint;
+    progress_interrupt_and_defrag;
+    progress_different_priorities;
+}
+
+/// Whether `instructions` is exactly one log line of this severity whose
+/// text contains `part`.
+fn only_log(instructions: &Value, severity: &str, part: &str) -> bool {
+    let list = instructions.as_array().unwrap();
+    list.len() == 1
+        && list[0]["LogLine"].as_object().is_some_and(|l| l.len() == 2)
+        && list[0]["LogLine"]["severity"] == severity
+        && list[0]["LogLine"]["line"].as_str().is_some_and(|l| l.contains(part))
+}
+
+fn has_log(instructions: &Value, severity: &str, part: &str) -> bool {
+    instructions.as_array().unwrap().iter().any(|i| {
+        i["LogLine"]["severity"] == severity && i["LogLine"]["line"].as_str().is_some_and(|l| l.contains(part))
+    })
+}
+
+/// A local write while offline, a start, and the upload (ps_crud emptied).
+fn offline_write_then_upload(s: &mut Session) {
+    exec(&s.db, "INSERT INTO items (id, col) VALUES ('local', 'data')", &[]);
+    s.start();
+    exec(&s.db, "DELETE FROM ps_crud", &[]);
+}
+
+fn pending_write_checkpoint_before_upload_complete(core: Core, bson: bool) {
+    let mut s = Session::new(core, bson);
+    offline_write_then_upload(&mut s);
+    s.line(&checkpoint(1, priority_buckets(), Some("1"), vec![]));
+    s.push_data("prio1", "1", "row-0", "PUT", json!({"col": "hi"}));
+    let complete = s.push_checkpoint_complete(None);
+    assert!(only_log(&complete, "INFO", "Will retry at completed upload"), "{complete}");
+    target(&mut s, 1);
+    let uploaded = s.control("completed_upload", Null);
+    assert!(uploaded
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["LogLine"] == json!({"severity": "DEBUG", "line": "Applied checkpoint request id 1"})));
+    assert_eq!(s.items(), vec![row("row-0", "hi")]);
+}
+
+fn pending_write_checkpoint_with_synced_data(core: Core, bson: bool) {
+    let mut s = Session::new(core, bson);
+    offline_write_then_upload(&mut s);
+    target(&mut s, 1);
+    assert_eq!(s.control("completed_upload", Null), json!([]));
+    assert_eq!(last_requested(&s), 1);
+    s.line(&checkpoint(1, priority_buckets(), Some("1"), vec![]));
+    s.push_data("prio1", "1", "row-0", "PUT", json!({"col": "hi"}));
+    s.push_checkpoint_complete(None);
+    assert_eq!(s.items(), vec![row("row-0", "hi")]);
+}
+
+fn pending_write_checkpoint_after_synced_data(core: Core, bson: bool) {
+    let mut s = Session::new(core, bson);
+    offline_write_then_upload(&mut s);
+    s.push_checkpoint(1, priority_buckets());
+    s.push_data("prio1", "1", "row-0", "PUT", json!({"col": "hi"}));
+    let complete = s.push_checkpoint_complete(None);
+    assert!(only_log(&complete, "INFO", "Will retry at completed upload"), "{complete}");
+    target(&mut s, 1);
+    assert_eq!(s.control("completed_upload", Null), json!([]));
+    s.line(&checkpoint(1, priority_buckets(), Some("1"), vec![]));
+    let complete = s.push_checkpoint_complete(None);
+    assert!(has_log(&complete, "DEBUG", "Validated and applied checkpoint"), "{complete}");
+    assert_eq!(s.items(), vec![row("row-0", "hi")]);
+}
+
+fn pending_second_local_write(core: Core, bson: bool) {
+    let mut s = Session::new(core, bson);
+    offline_write_then_upload(&mut s);
+    s.line(&checkpoint(1, priority_buckets(), Some("1"), vec![]));
+    s.push_data("prio1", "1", "row-0", "PUT", json!({"col": "hi"}));
+    let complete = s.push_checkpoint_complete(None);
+    assert!(only_log(&complete, "INFO", "Will retry at completed upload"), "{complete}");
+    exec(&s.db, "INSERT INTO items (id, col) VALUES ('local2', 'data2')", &[]);
+    target(&mut s, 1);
+    assert_eq!(
+        s.control("completed_upload", Null),
+        json!([{"LogLine": {"severity": "WARNING", "line": "Could not apply pending checkpoint even after completed upload"}}])
+    );
+    assert_eq!(s.items(), vec![row("local", "data"), row("local2", "data2")]);
+}
+
+per_core_and_encoding! {
+    pending_write_checkpoint_before_upload_complete;
+    pending_write_checkpoint_with_synced_data;
+    pending_write_checkpoint_after_synced_data;
+    pending_second_local_write;
+}
+
+fn error_diff_without_checkpoint(core: Core, bson: bool) {
+    let mut s = Session::new(core, bson);
+    s.start();
+    let result = s.try_line(&json!({"checkpoint_diff": {"last_op_id": "1", "write_checkpoint": null,
+        "updated_buckets": [], "removed_buckets": []}}));
+    let message = upstream::error_message(result);
+    assert!(message.contains("checkpoint_diff without previous checkpoint"), "{message}");
+}
+
+fn error_checksum_mismatch(core: Core, bson: bool) {
+    let mut s = Session::new(core, bson);
+    s.start();
+    let mut b = bucket("a", 3);
+    b["checksum"] = json!(1234);
+    s.push_checkpoint(1, vec![b]);
+    s.line(&upstream::sync::data_line("a", "1", "1", "PUT", json!({"col": "hi"}), 4321, "items"));
+    assert_eq!(select(&s.db, "SELECT * FROM ps_buckets", &[]).len(), 1);
+    let complete = s.push_checkpoint_complete(None);
+    let list = complete.as_array().unwrap();
+    assert_eq!(list.len(), 2, "{complete}");
+    assert_eq!(list[0]["LogLine"]["severity"], "WARNING");
+    let line = list[0]["LogLine"]["line"].as_str().unwrap();
+    assert!(
+        line.contains("Checksums didn't match, failed for: a (expected 0x000004d2, got 0x000010e1 = 0x000010e1 (op) + 0x00000000 (add))"),
+        "{line}"
+    );
+    assert_eq!(list[1], json!({"CloseSyncStream": {"hide_disconnect": false}}));
+    assert!(select(&s.db, "SELECT * FROM ps_buckets", &[]).is_empty(), "the mismatched bucket is deleted");
+}
+
+/// A file database with the sync set-up and a second connection to it
+/// (the Dart "recoverable" group).
+fn on_file(core: Core, bson: bool, dir: &common::driver::TempDir) -> (Session, rusqlite::Connection) {
+    upstream::clock::reset();
+    let path = dir.join("test.db");
+    let s = Session::with_db(core.open_path(&path, rusqlite::OpenFlags::default()), bson);
+    let secondary = core.open_path(&path, rusqlite::OpenFlags::default());
+    (s, secondary)
+}
+
+fn one_bucket_checkpoint() -> Value {
+    checkpoint(1, vec![bucket("a", 3)], None, vec![])
+}
+
+fn recoverable_starting_checkpoints(core: Core, bson: bool) {
+    let dir = common::driver::TempDir::new("upstream-recoverable");
+    let (mut s, secondary) = on_file(core, bson, &dir);
+    exec(&s.db, "INSERT INTO ps_buckets (name) VALUES (?)", &[&"unrelated"]);
+    s.start();
+    exec(&secondary, "BEGIN EXCLUSIVE", &[]);
+    upstream::assert_sqlite_error(
+        s.try_line(&one_bucket_checkpoint()),
+        5,
+        "powersync_control: statement DELETE FROM ps_buckets WHERE name = ?1 RETURNING id: internal SQLite call returned BUSY: database is locked",
+    );
+    exec(&secondary, "COMMIT", &[]);
+    assert_eq!(select(&s.db, "SELECT name FROM ps_buckets", &[]), vec![json!({"name": "unrelated"})]);
+    s.line(&one_bucket_checkpoint());
+    assert!(select(&s.db, "SELECT name FROM ps_buckets", &[]).is_empty());
+}
+
+fn recoverable_saving_oplog_data(core: Core, bson: bool) {
+    let dir = common::driver::TempDir::new("upstream-recoverable");
+    let (mut s, secondary) = on_file(core, bson, &dir);
+    s.start();
+    s.line(&one_bucket_checkpoint());
+    exec(&secondary, "BEGIN EXCLUSIVE", &[]);
+    let data = upstream::sync::data_line("a", "1", "1", "PUT", json!({"col": "hi"}), 0, "items");
+    assert_fails_containing(s.try_line(&data), 5, "internal SQLite call returned BUSY");
+    exec(&secondary, "COMMIT", &[]);
+    let retried = s.line(&data);
+    let list = retried.as_array().unwrap();
+    assert_eq!(list.len(), 1, "{retried}");
+    assert_eq!(
+        list[0]["UpdateSyncStatus"]["status"]["downloading"],
+        json!({"buckets": {"prio_3": {"priority": 3, "at_last": 0, "since_last": 1, "target_count": 1}}})
+    );
+}
+
+fn recoverable_applying_local_changes(core: Core, bson: bool) {
+    let dir = common::driver::TempDir::new("upstream-recoverable");
+    let (mut s, secondary) = on_file(core, bson, &dir);
+    s.start();
+    s.line(&one_bucket_checkpoint());
+    s.push_data("a", "1", "1", "PUT", json!({"col": "hi"}));
+    exec(&secondary, "BEGIN EXCLUSIVE", &[]);
+    let (op, payload) = s.encode(&checkpoint_complete(None, "1"));
+    assert_fails_containing(s.try_control_raw(op, payload), 5, "internal SQLite call returned BUSY");
+    exec(&secondary, "COMMIT", &[]);
+    s.push_checkpoint_complete(None);
+    assert_eq!(s.items().len(), 1);
+}
+
+fn sets_in_sync_operation(core: Core, bson: bool) {
+    use std::sync::{Arc, Mutex};
+    let mut s = Session::new(core, bson);
+    assert_eq!(select(&s.db, "SELECT powersync_in_sync_operation() AS r", &[]), vec![json!({"r": 0})]);
+    let seen = Arc::new(Mutex::new(Vec::<bool>::new()));
+    let record = seen.clone();
+    s.db.create_scalar_function("test_in_sync", 1, rusqlite::functions::FunctionFlags::SQLITE_UTF8, move |ctx| {
+        record.lock().unwrap().push(ctx.get::<i64>(0)? != 0);
+        Ok(rusqlite::types::Null)
+    })
+    .unwrap();
+    exec(
+        &s.db,
+        "CREATE TRIGGER foo AFTER INSERT ON ps_data__items BEGIN SELECT test_in_sync(powersync_in_sync_operation()); END",
+        &[],
+    );
+    s.start();
+    s.push_checkpoint(1, vec![bucket("a", 3)]);
+    s.push_data("a", "1", "1", "PUT", json!({"col": "foo"}));
+    s.push_checkpoint_complete(None);
+    assert_eq!(*seen.lock().unwrap(), vec![true]);
+    assert_eq!(select(&s.db, "SELECT powersync_in_sync_operation() AS r", &[]), vec![json!({"r": 0})]);
+}
+
+per_core_and_encoding! {
+    error_diff_without_checkpoint;
+    error_checksum_mismatch;
+    recoverable_starting_checkpoints, oplite: #[ignore = "oplite: own message for BUSY (\"reading ps_kv: database is locked\"), same code 5"];
+    recoverable_saving_oplog_data, oplite: #[ignore = "oplite: own message for BUSY (\"reading ps_kv: database is locked\"), same code 5"];
+    recoverable_applying_local_changes, oplite: #[ignore = "oplite: own message for BUSY (\"reading ps_kv: database is locked\"), same code 5"];
+    sets_in_sync_operation;
+}

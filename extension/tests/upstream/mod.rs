@@ -37,6 +37,8 @@ impl Core {
     /// A database file at `path` with this core, on the fake clock.
     pub fn open_path(self, path: impl AsRef<std::path::Path>, flags: OpenFlags) -> Connection {
         let db = Connection::open_with_flags_and_vfs(path, flags, clock::vfs_name()).unwrap();
+        // As in the Dart package: no busy handler (rusqlite waits 5 s).
+        db.busy_timeout(std::time::Duration::ZERO).unwrap();
         self.install(&db);
         db
     }
