@@ -679,28 +679,26 @@ fn interrupted(s: &mut Session, p: &mut Progress) {
     p.control(s, "start");
 }
 
-fn progress_interrupted(core: Core, bson: bool) {
+/// After `interrupted`, a checkpoint for `count` operations of `a`; the
+/// rest is downloaded and completes the checkpoint.
+fn resumed(core: Core, bson: bool, count: i64) {
     let mut s = Session::new(core, bson);
     let mut p = Progress::new();
     interrupted(&mut s, &mut p);
-    p.checkpoint(&mut s, 10, vec![counted("a", 10, 3)]);
-    assert_eq!(p.total(), (5, 10));
-    p.data(&mut s, "a", 5);
-    assert_eq!(p.total(), (10, 10));
+    p.checkpoint(&mut s, count, vec![counted("a", count, 3)]);
+    assert_eq!(p.total(), (5, count));
+    p.data(&mut s, "a", (count - 5) as usize);
+    assert_eq!(p.total(), (count, count));
     p.complete(&mut s);
     assert!(p.buckets.is_none());
 }
 
+fn progress_interrupted(core: Core, bson: bool) {
+    resumed(core, bson, 10);
+}
+
 fn progress_interrupted_new_checkpoint(core: Core, bson: bool) {
-    let mut s = Session::new(core, bson);
-    let mut p = Progress::new();
-    interrupted(&mut s, &mut p);
-    p.checkpoint(&mut s, 12, vec![counted("a", 12, 3)]);
-    assert_eq!(p.total(), (5, 12));
-    p.data(&mut s, "a", 7);
-    assert_eq!(p.total(), (12, 12));
-    p.complete(&mut s);
-    assert!(p.buckets.is_none());
+    resumed(core, bson, 12);
 }
 
 fn progress_interrupt_and_defrag(core: Core, bson: bool) {
