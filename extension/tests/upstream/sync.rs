@@ -96,7 +96,7 @@ impl Session {
     /// The encoded form of a sync line for this session.
     pub fn encode(&self, line: &Value) -> (&'static str, SqlValue) {
         if self.bson {
-            ("line_binary", SqlValue::Blob(bson::serialize_to_vec(line).unwrap()))
+            ("line_binary", SqlValue::Blob(bson::serialize_to_vec(&dart_bson(line)).unwrap()))
         } else {
             ("line_text", SqlValue::Text(line.to_string()))
         }
@@ -128,6 +128,24 @@ impl Session {
     /// The rows of the `items` view.
     pub fn items(&self) -> Vec<Value> {
         super::select(&self.db, "SELECT * FROM items", &[])
+    }
+}
+
+/// A JSON value as the Dart `bson` package encodes it: integers that fit
+/// in 32 bits as int32 (serde would write every integer as int64).
+pub fn dart_bson(value: &Value) -> bson::Bson {
+    match value {
+        Value::Null => bson::Bson::Null,
+        Value::Bool(b) => bson::Bson::Boolean(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => i32::try_from(i).map(bson::Bson::Int32).unwrap_or(bson::Bson::Int64(i)),
+            None => bson::Bson::Double(n.as_f64().unwrap()),
+        },
+        Value::String(s) => bson::Bson::String(s.clone()),
+        Value::Array(items) => bson::Bson::Array(items.iter().map(dart_bson).collect()),
+        Value::Object(map) => {
+            bson::Bson::Document(map.iter().map(|(k, v)| (k.clone(), dart_bson(v))).collect())
+        }
     }
 }
 
