@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod clock;
+pub mod dump;
 pub mod sync;
 
 
