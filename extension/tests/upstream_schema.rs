@@ -7,34 +7,10 @@ mod upstream;
 
 use rusqlite::Connection;
 use serde_json::{json, Value};
-use upstream::{exec, replace_schema, scalar, select, try_select, Core};
+use upstream::{app_schema, exec, replace_schema, scalar, select, try_select, Core};
 
 fn schema_version(db: &Connection) -> i64 {
     scalar(db, "PRAGMA schema_version", &[]).as_i64().unwrap()
-}
-
-/// The Dart file's three app schemas: the second renames `weight`, the
-/// third makes the index's second column descending.
-fn app_schema(weight_column: &str, model_ascending: bool) -> Value {
-    let table = |name: &str, view: Value, local: bool, insert: bool, columns: Value, indexes: Value| {
-        json!({"name": name, "view_name": view, "local_only": local, "insert_only": insert,
-               "columns": columns, "indexes": indexes})
-    };
-    let text = |name: &str| json!({"name": name, "type": "TEXT"});
-    json!({"tables": [
-        table("assets", Value::Null, false, false, json!([
-            text("created_at"), text("make"), text("model"), text("serial_number"),
-            {"name": "quantity", "type": "INTEGER"}, text("user_id"),
-            {"name": weight_column, "type": "REAL"}, text("description"),
-        ]), json!([{"name": "makemodel", "columns": [
-            {"name": "make", "ascending": true, "type": "TEXT"},
-            {"name": "model", "ascending": model_ascending, "type": "TEXT"},
-        ]}])),
-        table("customers", Value::Null, false, false, json!([text("name"), text("email")]), json!([])),
-        table("logs", Value::Null, false, true, json!([text("level"), text("content")]), json!([])),
-        table("credentials", Value::Null, true, false, json!([text("key"), text("value")]), json!([])),
-        table("aliased", json!("test1"), false, false, json!([text("name")]), json!([])),
-    ]})
 }
 
 fn schema_versioning(core: Core) {

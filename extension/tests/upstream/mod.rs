@@ -16,7 +16,7 @@ pub mod sync;
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags, ToSql};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::common;
 
@@ -218,7 +218,32 @@ pub fn error_message<T: std::fmt::Debug>(result: rusqlite::Result<T>) -> String 
 /// The test schema most Dart tests use: one table `items` with a text
 /// column `col`.
 pub fn test_schema() -> Value {
-    serde_json::json!({"tables": [{"name": "items", "columns": [{"name": "col", "type": "text"}]}]})
+    json!({"tables": [{"name": "items", "columns": [{"name": "col", "type": "text"}]}]})
+}
+
+/// The three app schemas of the Dart `schema_test.dart` (the first is
+/// also the performance test's): the second renames `weight`, the
+/// third makes the index's second column descending.
+pub fn app_schema(weight_column: &str, model_ascending: bool) -> Value {
+    let table = |name: &str, view: Value, local: bool, insert: bool, columns: Value, indexes: Value| {
+        json!({"name": name, "view_name": view, "local_only": local, "insert_only": insert,
+               "columns": columns, "indexes": indexes})
+    };
+    let text = |name: &str| json!({"name": name, "type": "TEXT"});
+    json!({"tables": [
+        table("assets", Value::Null, false, false, json!([
+            text("created_at"), text("make"), text("model"), text("serial_number"),
+            {"name": "quantity", "type": "INTEGER"}, text("user_id"),
+            {"name": weight_column, "type": "REAL"}, text("description"),
+        ]), json!([{"name": "makemodel", "columns": [
+            {"name": "make", "ascending": true, "type": "TEXT"},
+            {"name": "model", "ascending": model_ascending, "type": "TEXT"},
+        ]}])),
+        table("customers", Value::Null, false, false, json!([text("name"), text("email")]), json!([])),
+        table("logs", Value::Null, false, true, json!([text("level"), text("content")]), json!([])),
+        table("credentials", Value::Null, true, false, json!([text("key"), text("value")]), json!([])),
+        table("aliased", json!("test1"), false, false, json!([text("name")]), json!([])),
+    ]})
 }
 
 /// `powersync_replace_schema(schema)` in a transaction.
