@@ -1230,6 +1230,7 @@ fn schema_change(table: &str, column: &str, value_type: &str) -> Value {
     json!({"HandleDiagnostics": {"SchemaChange": {"table": table, "column": column, "value_type": value_type}}})
 }
 
+#[allow(clippy::approx_constant)] // 3.14 is the Dart test's input, not pi
 fn diagnostics_infer_schema(core: Core, bson: bool) {
     let mut s = Session::new(core, bson);
     s.control_json("start", &json!({"diagnostics": {}}));
