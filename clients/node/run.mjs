@@ -13,12 +13,11 @@
 // --cores bundled runs the reference alone: the scenario's own checks,
 // no comparison (OPLITE_SO is then not needed).
 // OPLITE_NODE_ROWS (default 100000) sets the size of the initial sync.
-import { spawn } from 'node:child_process';
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
+import { runScenario } from './service.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -45,45 +44,7 @@ if ((!so && cores.includes('oplite')) || !server) {
 }
 const work = mkdtempSync(join(tmpdir(), 'oplite-node-'));
 
-function startService() {
-  return new Promise((resolve, reject) => {
-    const child = spawn(server, ['--shape', 'two-tables', '--ops', String(rows)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const url = out.match(/listening on (http:\/\/\S+)/)?.[1];
-      if (url) resolve({ child, url });
-    });
-    child.on('exit', (code) => reject(new Error(`oplite-test-server exited with ${code}`)));
-    child.on('error', reject);
-  });
-}
-
-async function run(core) {
-  const { child, url } = await startService();
-  try {
-    const env = { ...process.env };
-    if (core === 'oplite') env.OPLITE_CORE_PATH = so;
-    else delete env.OPLITE_CORE_PATH;
-    const out = join(work, `${core}.json`);
-    const args = ['scenario.mjs', '--core', core, '--mode', mode, '--url', url, '--dir', join(work, core), '--out', out, '--rows', String(rows), '--schema', raw ? 'raw' : 'views'];
-    const code = await new Promise((resolve) => {
-      const scenario = spawn(process.execPath, args, { cwd: fileURLToPath(new URL('.', import.meta.url)), env, stdio: 'inherit' });
-      const timer = setTimeout(() => scenario.kill('SIGKILL'), 300_000);
-      scenario.on('exit', (c, signal) => { clearTimeout(timer); resolve(c ?? signal); });
-    });
-    // A failed run: what it was doing and why (scenario.mjs writes that),
-    // kept to report next to the other run's result.
-    let result = null;
-    try { result = JSON.parse(readFileSync(out, 'utf8')); } catch {}
-    if (code !== 0 || result?.failed) {
-      return { core, failed: `${result?.failed ?? 'no result written'} (exit ${code})`, step: result?.step ?? 'unknown' };
-    }
-    return result;
-  } finally {
-    child.kill();
-  }
-}
+const run = (core) => runScenario({ core, so, server, rows, work, args: ['--mode', mode, '--schema', raw ? 'raw' : 'views'] });
 
 const results = {};
 try {
