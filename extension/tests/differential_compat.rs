@@ -238,3 +238,37 @@ fn local_only_wins_over_insert_only() {
     let queued = common::diff::rows(&pair.ours, "SELECT data FROM ps_crud");
     assert_eq!(queued.len(), 1, "only the insert_only table queues: {queued:?}");
 }
+
+/// A checkpoint with one bucket of `priority`.
+fn checkpoint_with_priority(priority: Value) -> String {
+    json!({"checkpoint": {"last_op_id": "1", "write_checkpoint": null,
+        "buckets": [{"bucket": "b", "checksum": 0, "priority": priority, "count": 1}]}})
+    .to_string()
+}
+
+/// Negative priorities (and i32::MAX, which the reference keeps for "every
+/// priority") are refused in checkpoints and partial completions alike, and
+/// nothing reaches ps_sync_state.
+#[test]
+fn bucket_priorities_below_zero_are_refused() {
+    for priority in [json!(-1), json!(i32::MAX), json!(i64::from(i32::MAX) + 1), json!(-2147483648i64)] {
+        let mut pair = Pair::new();
+        pair.control("start", Arg::Null);
+        let codes = pair.control_error_codes("line_text", Arg::Text(&checkpoint_with_priority(priority.clone())));
+        println!("checkpoint with priority {priority}: {codes:?}");
+        assert_eq!(codes.0, codes.1, "codes (oplite, reference) for a checkpoint with priority {priority}");
+    }
+    // The reference ends the iteration on a refused line (oplite keeps it,
+    // docs/differences.md): one iteration per case.
+    for priority in [-1, i32::MAX] {
+        let mut pair = Pair::new();
+        pair.control("start", Arg::Null);
+        pair.control("line_text", Arg::Text(&checkpoint_with_priority(json!(1))));
+        let partial = json!({"partial_checkpoint_complete": {"last_op_id": "1", "priority": priority}}).to_string();
+        let codes = pair.control_error_codes("line_text", Arg::Text(&partial));
+        println!("partial completion with priority {priority}: {codes:?}");
+        assert_eq!(codes.0, codes.1, "codes (oplite, reference) for a partial completion with priority {priority}");
+        let count = "SELECT count(*) FROM ps_sync_state";
+        assert_eq!(pair.ours.query_row(count, [], |r| r.get::<_, i64>(0)).unwrap(), 0);
+    }
+}
