@@ -272,3 +272,99 @@ fn bucket_priorities_below_zero_are_refused() {
         assert_eq!(pair.ours.query_row(count, [], |r| r.get::<_, i64>(0)).unwrap(), 0);
     }
 }
+
+/// A schema with one table, named `name` or with the view `name`.
+fn schema_named(name: &str, as_view: bool, columns: &[&str]) -> Value {
+    let columns: Vec<Value> = columns.iter().map(|c| json!({"name": c, "type": "text"})).collect();
+    let table = if as_view {
+        json!({"name": "t", "view_name": name, "columns": columns})
+    } else {
+        json!({"name": name, "view_name": "v", "columns": columns})
+    };
+    json!({"tables": [table]})
+}
+
+fn replace_sql(schema: &Value) -> String {
+    format!("SELECT powersync_replace_schema('{}')", schema.to_string().replace('\'', "''"))
+}
+
+/// View names the reference refuses: internal tables and indexes (its
+/// CREATE VIEW or DROP VIEW fails), names reserved by SQLite, and names of
+/// virtual tables SQLite resolves without a CREATE (json_each, pragma_*,
+/// the upload queue's powersync_crud modules), whose view would hide them
+/// from every statement. oplite refuses the same, with the same code, and
+/// leaves the database as it was.
+#[test]
+fn view_names_the_reference_refuses_are_refused() {
+    let names = [
+        "json_each", "JSON_EACH", "json_tree", "pragma_table_info", "pragma_index_list", "powersync_crud",
+        "powersync_crud_", "powersync_internal_close", "ps_crud", "ps_oplog", "ps_buckets", "ps_kv", "ps_untyped",
+        "ps_updated_rows", "ps_tx", "ps_sync_state", "ps_stream_subscriptions", "ps_migration", "ps_oplog_row",
+        "ps_data__t", "sqlite_master", "sqlite_x",
+    ];
+    for name in names {
+        let pair = Pair::new();
+        let sql = replace_sql(&schema_named(name, true, &["a"]));
+        let ours = in_transaction(&pair.ours, &sql);
+        let theirs = in_transaction(&pair.theirs, &sql);
+        assert!(theirs.is_err(), "{name:?}: the reference now accepts it");
+        assert_eq!(ours, theirs, "{name:?}: codes (oplite, reference)");
+        pair.assert_same_tables();
+        let objects = "SELECT count(*) FROM sqlite_master WHERE name = 't' OR name LIKE 'ps_data__t%'";
+        assert_eq!(pair.ours.query_row(objects, [], |r| r.get::<_, i64>(0)).unwrap(), 0, "{name:?}");
+    }
+}
+
+/// Names the reference accepts as view names, and names of virtual tables
+/// and internal tables as table names (their data table is ps_data__<name>):
+/// oplite accepts them too, and a sync apply, local writes, a schema change
+/// and powersync_clear then work alike in both.
+#[test]
+fn names_the_reference_accepts_work_in_oplite() {
+    let cases = [
+        ("pragma_foo", true), ("json_foo", true), ("oplite_field", true), ("json_object", true), ("main", true),
+        ("temp", true), ("SELECT", true), ("x\"y", true), ("powersync_views", true), ("json_each", false),
+        ("pragma_table_info", false), ("oplite_row", false), ("powersync_crud", false), ("powersync_crud_", false),
+        ("ps_crud", false), ("ps_kv", false), ("sqlite_master", false), ("sqlite_x", false),
+    ];
+    for (name, as_view) in cases {
+        let mut pair = Pair::new();
+        let (row_type, view) = if as_view { ("t", name) } else { (name, "v") };
+        let view = format!("\"{}\"", view.replace('"', "\"\""));
+        let schema = schema_named(name, as_view, &["a"]);
+        for db in [&pair.ours, &pair.theirs] {
+            assert_eq!(in_transaction(db, &replace_sql(&schema)), Ok(()), "{name:?}");
+        }
+        pair.extra_queries.push(("view".into(), format!("SELECT * FROM {view} ORDER BY id")));
+        let answer = sync_rows(&mut pair, row_type, &[("s1".into(), r#"{"a":"s","b":"t"}"#.into())]);
+        assert!(format!("{answer:?}").contains("DidCompleteSync"), "{name:?}: {answer:?}");
+        pair.execute(&format!(
+            "BEGIN; INSERT INTO {view}(id, a) VALUES ('1', 'x'), ('2', 'y'); UPDATE {view} SET a = 'z' WHERE id = '1';
+             DELETE FROM {view} WHERE id = '2'; UPDATE {view} SET a = 'local' WHERE id = 's1'; COMMIT;"
+        ));
+        pair.assert_same_tables();
+        let changed = schema_named(name, as_view, &["a", "b"]);
+        for db in [&pair.ours, &pair.theirs] {
+            assert_eq!(in_transaction(db, &replace_sql(&changed)), Ok(()), "{name:?}: adding a column");
+        }
+        pair.assert_same_tables();
+        for db in [&pair.ours, &pair.theirs] {
+            assert_eq!(in_transaction(db, "SELECT powersync_clear(0)"), Ok(()), "{name:?}: clearing");
+        }
+        pair.assert_same_tables();
+    }
+}
+
+/// View names the reference accepts and oplite refuses, on purpose
+/// (docs/differences.md): oplite's own virtual table and internal table,
+/// and the data tables' prefixes.
+#[test]
+fn view_names_only_oplite_refuses() {
+    for name in ["oplite_row", "ps_oplite_raw_tables", "ps_data_local__t"] {
+        let pair = Pair::new();
+        let sql = replace_sql(&schema_named(name, true, &["a"]));
+        assert_eq!(in_transaction(&pair.theirs, &sql), Ok(()), "{name:?}: the reference refuses it now");
+        let err = in_transaction(&pair.ours, &sql).unwrap_err();
+        assert_eq!(err, rusqlite::ffi::SQLITE_ERROR, "{name:?}");
+    }
+}

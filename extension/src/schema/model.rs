@@ -376,9 +376,6 @@ fn check_name(what: &str, name: &str) -> Result<()> {
     if name.contains('\0') {
         return Err(invalid(format!("{what} {name:?} contains a NUL character")));
     }
-    if name.to_ascii_lowercase().starts_with("sqlite_") {
-        return Err(invalid(format!("{what} {name:?}: names starting with sqlite_ are reserved by SQLite")));
-    }
     Ok(())
 }
 
@@ -388,6 +385,15 @@ fn check_table(table: &Table) -> Result<()> {
         if !view.is_empty() {
             check_name(&format!("the view of table {:?}", table.name), view)?;
         }
+    }
+    // Only the view is a SQLite object named after the schema (the data
+    // table is ps_data__<name>, columns and indexes are not affected).
+    let view = table.view_name();
+    if view.to_ascii_lowercase().starts_with("sqlite_") {
+        return Err(invalid(format!(
+            "the view of table {:?} would be named {view:?}: names starting with sqlite_ are reserved by SQLite",
+            table.name
+        )));
     }
     let t = &table.name;
     let mut seen: Vec<String> = Vec::new();
