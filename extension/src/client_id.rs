@@ -57,18 +57,17 @@ pub fn powersync_init(db: &Connection) -> Result<()> {
 
 /// The client id stored in ps_kv by `powersync_init()`.
 pub fn client_id(db: &Connection) -> Result<String> {
-    let not_initialised = || OpliteError::Misuse {
-        function: "powersync_client_id",
-        reason: "no client id: call powersync_init() first".into(),
-    };
     if current_version(db)? == 0 {
-        return Err(not_initialised());
+        return Err(OpliteError::Misuse {
+            function: "powersync_client_id",
+            reason: "no client id: call powersync_init() first".into(),
+        });
     }
     let id: Option<String> = db
         .query_row("SELECT value FROM ps_kv WHERE key = 'client_id'", [], |row| row.get(0))
         .optional()
         .context("reading the client id")?;
-    id.ok_or_else(not_initialised)
+    id.ok_or(OpliteError::MissingClientId)
 }
 
 #[cfg(test)]

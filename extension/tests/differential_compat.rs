@@ -93,6 +93,10 @@ fn read_only_answers(dir: &TempDir, reference: bool) -> Vec<(&'static str, Resul
             in_transaction(&without_id, "SELECT powersync_init()"),
         ),
         (
+            "client id when missing",
+            without_id.query_row("SELECT powersync_client_id()", [], |_| Ok(())).map_err(|e| error_code(&e)),
+        ),
+        (
             "init uninitialised",
             in_transaction(&plain, "SELECT powersync_init()"),
         ),
@@ -367,4 +371,111 @@ fn view_names_only_oplite_refuses() {
         let err = in_transaction(&pair.ours, &sql).unwrap_err();
         assert_eq!(err, rusqlite::ffi::SQLITE_ERROR, "{name:?}");
     }
+}
+
+/// Runs `setup`, then `sql` (in a transaction when `in_tx`): the extended
+/// error code, or None when it succeeds.
+fn code_of(db: &Connection, setup: &str, sql: &str, in_tx: bool) -> Option<i32> {
+    db.execute_batch(setup).unwrap();
+    if in_tx {
+        db.execute_batch("BEGIN").unwrap();
+    }
+    let result = match db.query_row(sql, [], |_| Ok(())) {
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(()),
+        other => other,
+    };
+    if in_tx {
+        db.execute_batch("ROLLBACK").unwrap();
+    }
+    result.err().map(|e| error_code(&e))
+}
+
+const START: &str = "BEGIN; SELECT powersync_control('start', NULL); COMMIT;";
+
+/// Failing calls, as (setup, statement, in a transaction): those of the
+/// reference's dart/test/error_test.dart and the refused arguments of
+/// every function, state errors, protocol errors and schema conflicts.
+const FAILING_CALLS: &[(&str, &str, bool)] = &[
+    // error_test.dart: outside a transaction, missing client id, an
+    // invalid line.
+    ("", "SELECT powersync_init()", false),
+    ("", "SELECT powersync_control('stop', NULL)", false),
+    ("", r#"SELECT powersync_replace_schema('{}')"#, false),
+    ("", "SELECT powersync_clear(0)", false),
+    ("", "SELECT powersync_trigger_resync(TRUE)", false),
+    ("DELETE FROM ps_kv", "SELECT powersync_client_id()", false),
+    (START, "SELECT powersync_control('line_text', 'invalid sync line')", true),
+    // Refused arguments of powersync_control.
+    ("", "SELECT powersync_control('bogus', NULL)", true),
+    ("", "SELECT powersync_control(NULL, NULL)", true),
+    ("", "SELECT powersync_control(123, NULL)", true),
+    ("", "SELECT powersync_control(x'00', NULL)", true),
+    ("", "SELECT powersync_control('start', 'not json')", true),
+    (START, "SELECT powersync_control('line_text', 5)", true),
+    (START, "SELECT powersync_control('line_text', NULL)", true),
+    (START, "SELECT powersync_control('seed_checkpoint_request_id', 0)", true),
+    (START, "SELECT powersync_control('seed_checkpoint_request_id', 'x')", true),
+    (START, "SELECT powersync_control('target_checkpoint_request_id', -1)", true),
+    (START, "SELECT powersync_control('target_checkpoint_request_id', 'x')", true),
+    ("", "SELECT powersync_control('subscriptions', 'bad')", true),
+    ("", r#"SELECT powersync_control('subscriptions', '{"subscribe":{"stream":{"name":"a"},"priority":-1}}')"#, true),
+    ("", "SELECT powersync_control('subscriptions', NULL)", true),
+    (START, "SELECT powersync_control('update_subscriptions', 'bad')", true),
+    (START, "SELECT powersync_control('connection', 'bad')", true),
+    (START, "SELECT powersync_control('connection', 5)", true),
+    // State and protocol errors.
+    ("", "SELECT powersync_control('line_text', '{}')", true),
+    (START, r#"SELECT powersync_control('line_text', '{"checkpoint": 5}')"#, true),
+    (START, "SELECT powersync_control('line_binary', x'00')", true),
+    (START, "SELECT powersync_trigger_resync(1)", true),
+    ("", "SELECT powersync_update_hooks('bogus')", false),
+    // Schemas that do not decode, and schema conflicts.
+    ("", "SELECT powersync_replace_schema('not json')", true),
+    ("", "SELECT powersync_replace_schema('{}')", true),
+    ("", "SELECT powersync_replace_schema(5)", true),
+    ("", "SELECT powersync_replace_schema(NULL)", true),
+    ("", "SELECT powersync_replace_schema(x'00')", true),
+    ("", r#"SELECT powersync_replace_schema('{"tables":[{"name":"t","columns":[{"name":"a","type":"text"}],"include_old":5}]}')"#, true),
+    ("", r#"SELECT powersync_replace_schema('{"tables":[{"name":"t","columns":[]}],"raw_tables":[{"name":"r","put":{"sql":"x","params":["Bogus"]}}]}')"#, true),
+    ("", r#"SELECT powersync_replace_schema('{"tables":[{"name":"t","columns":[]},{"name":"t","columns":[]}]}')"#, true),
+    ("", r#"SELECT powersync_replace_schema('{"tables":[{"name":"x","columns":[]}]}')"#, true),
+    // Helper functions.
+    ("", "SELECT powersync_diff('x', 'y')", false),
+    ("", "SELECT powersync_diff('[]', '{}')", false),
+    ("", "SELECT powersync_diff(x'00', '{}')", false),
+    ("", "SELECT powersync_diff(5, '{}')", false),
+    ("", "SELECT powersync_json_merge('x', '{}')", false),
+    ("", "SELECT powersync_remove_duplicate_key_encoding(5)", false),
+    ("", "SELECT powersync_remove_duplicate_key_encoding(x'00')", false),
+    ("", "SELECT powersync_create_raw_table_crud_trigger('bad', 't', 'INSERT')", true),
+    ("", r#"SELECT powersync_create_raw_table_crud_trigger('{"name":"r"}', 't', 'INSERT')"#, true),
+    ("", r#"SELECT powersync_create_raw_table_crud_trigger('{"name":"r","table_name":"x"}', 't', 'BOGUS')"#, true),
+    ("", r#"SELECT powersync_create_raw_table_crud_trigger('{"name":"r","table_name":"nope"}', 't', 'INSERT')"#, true),
+    ("", r#"SELECT powersync_create_raw_table_crud_trigger('{"name":"r","table_name":"x"}', 't', 'INSERT')"#, false),
+];
+
+/// Both cores fail every call of [`FAILING_CALLS`] with the same extended
+/// code (the messages differ by design).
+#[test]
+fn error_codes_match_the_reference() {
+    let mut differing = Vec::new();
+    for (setup, sql, in_tx) in FAILING_CALLS {
+        let [ours, theirs] = [oplite(), reference()].map(|db| {
+            init(&db);
+            db.execute_batch("CREATE TABLE x(a)").unwrap();
+            code_of(&db, setup, sql, *in_tx)
+        });
+        assert!(theirs.is_some(), "{sql}: the reference accepts it now");
+        if ours != theirs {
+            differing.push(format!("{sql}: oplite {ours:?}, reference {theirs:?}"));
+        }
+    }
+    assert!(differing.is_empty(), "codes differ:\n{}", differing.join("\n"));
+    // error_test.dart: a ps_migration table oplite and the reference cannot
+    // read is SQLite's error.
+    let [ours, theirs] = [oplite(), reference()].map(|db| {
+        code_of(&db, "CREATE TABLE ps_migration(foo TEXT)", "SELECT powersync_init()", true)
+    });
+    assert_eq!(ours, theirs);
+    assert_eq!(theirs, Some(rusqlite::ffi::SQLITE_ERROR));
 }

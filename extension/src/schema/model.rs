@@ -301,6 +301,13 @@ fn invalid(message: String) -> OpliteError {
     OpliteError::InvalidArgument { function: "powersync_replace_schema", message, type_mismatch: false }
 }
 
+/// A schema the reference core fails on when SQLite refuses its statements
+/// (two tables of one name, a reserved view name, a type a CAST cannot
+/// take): refused with SQLite's code for that, as there.
+fn conflict(message: String) -> OpliteError {
+    OpliteError::SchemaConflict { message }
+}
+
 impl Table {
     /// The view's name.
     pub fn view_name(&self) -> &str {
@@ -340,17 +347,17 @@ impl Schema {
             check_table(table)?;
             let lower = table.name.to_lowercase();
             if type_names.contains(&lower) {
-                return Err(invalid(format!("duplicate table name {:?}", table.name)));
+                return Err(conflict(format!("duplicate table name {:?}", table.name)));
             }
             type_names.push(lower);
             let view = table.view_name().to_lowercase();
             if view_names.contains(&view) {
-                return Err(invalid(format!("two tables use the view name {:?}", table.view_name())));
+                return Err(conflict(format!("two tables use the view name {:?}", table.view_name())));
             }
             view_names.push(view);
         }
         if let Some(view) = view_names.iter().find(|v| v.starts_with("ps_data__") || v.starts_with("ps_data_local__")) {
-            return Err(invalid(format!("view name {view:?} is reserved for data tables")));
+            return Err(conflict(format!("view name {view:?} is reserved for data tables")));
         }
         let mut raw_names: Vec<String> = Vec::new();
         for raw in &self.raw_tables {
@@ -390,7 +397,7 @@ fn check_table(table: &Table) -> Result<()> {
     // table is ps_data__<name>, columns and indexes are not affected).
     let view = table.view_name();
     if view.to_ascii_lowercase().starts_with("sqlite_") {
-        return Err(invalid(format!(
+        return Err(conflict(format!(
             "the view of table {:?} would be named {view:?}: names starting with sqlite_ are reserved by SQLite",
             table.name
         )));
@@ -417,7 +424,7 @@ fn check_table(table: &Table) -> Result<()> {
         }
         seen.push(lower);
         if !is_type_name(&column.type_name) {
-            return Err(invalid(format!(
+            return Err(conflict(format!(
                 "column {:?} of table {t:?} has type {:?}, which is not a SQLite type name",
                 column.name, column.type_name
             )));

@@ -90,7 +90,7 @@ fn run(db: &Connection, sql: &str) -> Result<()> {
 }
 
 fn conflict(message: String) -> OpliteError {
-    OpliteError::InvalidArgument { function: "powersync_replace_schema", message, type_mismatch: false }
+    OpliteError::SchemaConflict { message }
 }
 
 fn apply(db: &Connection, schema: &Schema) -> Result<()> {
