@@ -114,10 +114,11 @@ fn malformed_bson_is_a_protocol_error() {
             ("line_binary", SqlValue::Blob(unterminated), "BSON"),
             ("line_binary", SqlValue::Blob(negative_string), "BSON"),
             ("line_binary", SqlValue::Blob(vec![]), "BSON"),
-            ("line_binary", text("{\"token_expires_in\":60}"), "BSON"),
         ],
         ffi::SQLITE_ABORT,
     );
+    // Text, even JSON, is not a binary line (as in the reference).
+    rejected(vec![("line_binary", text("{\"token_expires_in\":60}"), "blob payload")], ffi::SQLITE_CONSTRAINT_DATATYPE);
 }
 
 #[test]

@@ -411,6 +411,9 @@ const FAILING_CALLS: &[(&str, &str, bool)] = &[
     ("", "SELECT powersync_control(123, NULL)", true),
     ("", "SELECT powersync_control(x'00', NULL)", true),
     ("", "SELECT powersync_control('start', 'not json')", true),
+    ("", r#"SELECT powersync_control('start', '{"parameters": 5}')"#, true),
+    ("", r#"SELECT powersync_control('start', '{"parameters": [1]}')"#, true),
+    (START, r#"SELECT powersync_control('line_binary', '{"token_expires_in": 60}')"#, true),
     (START, "SELECT powersync_control('line_text', 5)", true),
     (START, "SELECT powersync_control('line_text', NULL)", true),
     (START, "SELECT powersync_control('seed_checkpoint_request_id', 0)", true),
@@ -471,6 +474,14 @@ fn error_codes_match_the_reference() {
         }
     }
     assert!(differing.is_empty(), "codes differ:\n{}", differing.join("\n"));
+    // Payloads both accept: `start` takes one that is not text as no options.
+    for sql in ["SELECT powersync_control('start', x'00')", "SELECT powersync_control('start', 5)"] {
+        let [ours, theirs] = [oplite(), reference()].map(|db| {
+            init(&db);
+            code_of(&db, "", sql, true)
+        });
+        assert_eq!((ours, theirs), (None, None), "{sql}");
+    }
     // error_test.dart: a ps_migration table oplite and the reference cannot
     // read is SQLite's error.
     let [ours, theirs] = [oplite(), reference()].map(|db| {

@@ -271,7 +271,7 @@ impl SyncClient {
     }
 
     fn start(&mut self, db: &Connection, payload: Payload<'_>, out: &mut Vec<Instruction>) -> Result<()> {
-        let options = StartOptions::parse(payload.optional_text("start")?)?;
+        let options = StartOptions::parse(payload.text_or_none())?;
         // The streams as stored before this start extends or drops any.
         let status = SyncStatus {
             connecting: true,

@@ -303,6 +303,14 @@ impl StartOptions {
                 invalid_argument(format!("start payload: {e}"))
             }
         })
+        .and_then(|options: StartOptions| {
+            // Sync parameters are an object (or null), as the service reads them.
+            if options.parameters.is_null() || options.parameters.is_object() {
+                Ok(options)
+            } else {
+                Err(invalid_argument(format!("start payload: parameters must be an object, got {}", options.parameters)))
+            }
+        })
     }
 }
 
