@@ -432,6 +432,8 @@ const FAILING_CALLS: &[(&str, &str, bool)] = &[
     (START, "SELECT powersync_control('line_binary', x'00')", true),
     (START, "SELECT powersync_trigger_resync(1)", true),
     ("", "SELECT powersync_update_hooks('bogus')", false),
+    ("", "SELECT powersync_update_hooks(5)", false),
+    ("", "SELECT powersync_update_hooks(NULL)", false),
     // Schemas that do not decode, and schema conflicts.
     ("", "SELECT powersync_replace_schema('not json')", true),
     ("", "SELECT powersync_replace_schema('{}')", true),

@@ -514,18 +514,16 @@ impl Iteration {
     }
 
     fn report_checkpoint(&self, out: &mut Vec<Instruction>) {
-        if let (Some(diagnostics), Some(checkpoint)) = (&self.diagnostics, &self.checkpoint) {
-            diagnostics.checkpoint(&checkpoint.buckets, &self.counters, out);
+        if let (Some(diagnostics), Some(c)) = (&self.diagnostics, &self.checkpoint) {
+            diagnostics.checkpoint(&c.buckets, &self.counters, out);
         }
     }
 
     fn report_data_line(&mut self, line: &DataLine<'_>, out: &mut Vec<Instruction>) {
-        let Some(diagnostics) = self.diagnostics.as_mut() else { return };
-        let downloading = match (&self.checkpoint, &self.status.downloading) {
-            (Some(checkpoint), Some(_)) => Some((&checkpoint.buckets[..], &self.counters)),
-            _ => None,
-        };
-        diagnostics.data_line(line, downloading, out);
+        let downloading = self.checkpoint.as_ref().filter(|_| self.status.downloading.is_some());
+        if let Some(diagnostics) = self.diagnostics.as_mut() {
+            diagnostics.data_line(line, downloading.map(|c| (&c.buckets[..], &self.counters)), out);
+        }
     }
 
     fn refresh_progress(&mut self) {
