@@ -536,7 +536,7 @@ fn diagnostics_match_the_reference() {
         let line: Value = serde_json::from_str(&data_line("other", vec![op(7, "v", "1", Some(r#"{"q":1,"r":"s"}"#))])).unwrap();
         pair.control("line_binary", Arg::Blob(&bson::serialize_to_vec(&line).unwrap()));
         let diff = json!({"checkpoint_diff": {"last_op_id": "8", "write_checkpoint": null,
-            "updated_buckets": [{"bucket": "b3", "checksum": 0, "priority": 2, "count": 1}], "removed_buckets": ["b0"]}});
+            "updated_buckets": [{"bucket": "b3", "checksum": 0, "priority": 2, "count": 1}], "removed_buckets": ["b0", "other"]}});
         pair.control("line_text", Arg::Text(&diff.to_string()));
         pair.control("line_text", Arg::Text(&data_line("b3", vec![op(8, "t", "4", Some(r#"{"a":1}"#))])));
         let partial = json!({"partial_checkpoint_complete": {"last_op_id": "8", "priority": 1}});
@@ -544,9 +544,8 @@ fn diagnostics_match_the_reference() {
         pair.control("line_text", Arg::Text(&data_line("b1", vec![op(9, "t", "5", Some(r#"{"g":1}"#))])));
         let done = pair.control("line_text", Arg::Text(&json!({"checkpoint_complete": {"last_op_id": "8"}}).to_string()));
         assert!(format!("{done:?}").contains("DidCompleteSync"), "iteration {iteration}: {done:?}");
-        // (A data line after the completion is left out: oplite reports
-        // download progress again there, the reference does not; a status
-        // difference outside diagnostics.)
+        // After the checkpoint: no download in progress, types only.
+        pair.control("line_text", Arg::Text(&data_line("b1", vec![op(10, "t", "6", Some(r#"{"h":1}"#))])));
         pair.control("stop", Arg::Null);
     }
     // Without the option, nothing.
@@ -561,4 +560,35 @@ fn diagnostics_match_the_reference() {
         assert_eq!(ours, theirs, "{options}");
     }
     pair.control("start", Arg::Text(r#"{"diagnostics": null}"#));
+}
+
+/// Data lines outside the checkpoint being downloaded: for a bucket no
+/// checkpoint named (a later checkpoint, full or diff, deletes it), and
+/// after the checkpoint was applied (no download progress is reported
+/// until the next checkpoint). Found while comparing diagnostics.
+#[test]
+fn data_lines_outside_the_checkpoint_match_the_reference() {
+    for removal in ["diff", "full"] {
+        let mut pair = Pair::new();
+        pair.replace_schema(&json!({"tables": [{"name": "t", "columns": [{"name": "a", "type": "text"}]}]}));
+        pair.control("start", Arg::Null);
+        let checkpoint = json!({"checkpoint": {"last_op_id": "1", "write_checkpoint": null,
+            "buckets": [{"bucket": "b1", "checksum": 0, "priority": 3, "count": 1}]}});
+        pair.control("line_text", Arg::Text(&checkpoint.to_string()));
+        pair.control("line_text", Arg::Text(&data_line("other", vec![op(2, "t", "2", Some(r#"{"a":"o"}"#))])));
+        pair.control("line_text", Arg::Text(&data_line("b1", vec![op(1, "t", "1", Some(r#"{"a":"x"}"#))])));
+        pair.control("line_text", Arg::Text(&json!({"checkpoint_complete": {"last_op_id": "1"}}).to_string()));
+        // After the apply: counted, but no progress until a checkpoint.
+        pair.control("line_text", Arg::Text(&data_line("b1", vec![op(3, "t", "3", Some(r#"{"a":"y"}"#))])));
+        let next = if removal == "diff" {
+            json!({"checkpoint_diff": {"last_op_id": "3", "write_checkpoint": null,
+                "updated_buckets": [{"bucket": "b1", "checksum": 0, "priority": 3, "count": 2}], "removed_buckets": ["other"]}})
+        } else {
+            json!({"checkpoint": {"last_op_id": "3", "write_checkpoint": null,
+                "buckets": [{"bucket": "b1", "checksum": 0, "priority": 3, "count": 2}]}})
+        };
+        pair.control("line_text", Arg::Text(&next.to_string()));
+        pair.control("line_text", Arg::Text(&json!({"checkpoint_complete": {"last_op_id": "3"}}).to_string()));
+        pair.control("stop", Arg::Null);
+    }
 }

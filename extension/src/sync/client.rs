@@ -381,6 +381,12 @@ impl SyncClient {
                 target.write_checkpoint = diff.write_checkpoint;
                 let removed: HashSet<&str> = diff.removed_buckets.iter().map(|b| &**b).collect();
                 target.buckets.retain(|b| !removed.contains(&*b.bucket));
+                // Removed buckets are deleted even if no checkpoint named
+                // them (data lines alone stored them), as in the reference.
+                // (A failed call restores the iteration, see `control`.)
+                if removed.iter().any(|b| !iteration.deletable.contains(*b)) {
+                    Arc::make_mut(&mut iteration.deletable).extend(removed.iter().map(|b| (*b).to_owned()));
+                }
                 for updated in diff.updated_buckets {
                     match target.buckets.iter_mut().find(|b| b.bucket == updated.bucket) {
                         Some(existing) => *existing = updated.into_owned(),
@@ -411,7 +417,10 @@ impl SyncClient {
             SyncLine::Data(data) => {
                 let stored = store_data_line(db, &data, size, &mut self.known_keys)?;
                 iteration.counters.insert(Arc::from(&*data.bucket), stored.counters);
-                iteration.refresh_progress();
+                // Progress is reported from a checkpoint to its apply only.
+                if iteration.status.downloading.is_some() {
+                    iteration.refresh_progress();
+                }
                 iteration.report_data_line(&data, &mut diagnostics);
                 true
             }
