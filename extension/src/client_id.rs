@@ -35,31 +35,39 @@ fn format_uuid_v4(mut bytes: [u8; 16]) -> String {
 }
 
 /// Brings the internal schema to the latest version and makes sure a client
-/// id exists. Idempotent.
+/// id exists. Idempotent, and writes nothing when both are there already, so
+/// it also succeeds on a read-only connection to an initialised database
+/// (the SDKs run it on their read connections). A read-only connection that
+/// finds the id missing leaves it missing, as the reference does: only the
+/// migrations create it there, and a read connection cannot write it.
 pub fn powersync_init(db: &Connection) -> Result<()> {
     migrate_to(db, LATEST_VERSION)?;
-    db.execute(
-        "INSERT OR IGNORE INTO ps_kv(key, value) VALUES('client_id', ?1)",
-        [random_uuid()],
-    )
-    .context("creating the client id")?;
+    let has_id = db
+        .query_row("SELECT 1 FROM ps_kv WHERE key = 'client_id'", [], |_| Ok(()))
+        .optional()
+        .context("reading the client id")?
+        .is_some();
+    if has_id || db.is_readonly(rusqlite::MAIN_DB).context("checking for a read-only database")? {
+        return Ok(());
+    }
+    db.execute("INSERT INTO ps_kv(key, value) VALUES('client_id', ?1)", [random_uuid()])
+        .context("creating the client id")?;
     Ok(())
 }
 
 /// The client id stored in ps_kv by `powersync_init()`.
 pub fn client_id(db: &Connection) -> Result<String> {
-    let not_initialised = || OpliteError::Misuse {
-        function: "powersync_client_id",
-        reason: "no client id: call powersync_init() first".into(),
-    };
     if current_version(db)? == 0 {
-        return Err(not_initialised());
+        return Err(OpliteError::Misuse {
+            function: "powersync_client_id",
+            reason: "no client id: call powersync_init() first".into(),
+        });
     }
     let id: Option<String> = db
         .query_row("SELECT value FROM ps_kv WHERE key = 'client_id'", [], |row| row.get(0))
         .optional()
         .context("reading the client id")?;
-    id.ok_or_else(not_initialised)
+    id.ok_or(OpliteError::MissingClientId)
 }
 
 #[cfg(test)]

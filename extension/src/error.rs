@@ -2,9 +2,12 @@
 //!
 //! Every failure oplite reports to SQLite goes through [`OpliteError`]: each
 //! variant says what went wrong, names the input at fault, and maps to a
-//! SQLite result code with [`OpliteError::code`]. Errors raised by SQLite
-//! itself keep their extended code, so a host can still tell a retryable
-//! `SQLITE_BUSY` from a full disk.
+//! SQLite result code with [`OpliteError::code`]. The codes are the
+//! reference core's for the same kind of failure (a refused argument is
+//! `SQLITE_CONSTRAINT_DATATYPE`, a state error `SQLITE_MISUSE`, a sync
+//! protocol error `SQLITE_ABORT`), so a host that branches on them sees no
+//! difference. Errors raised by SQLite itself keep their extended code, so a
+//! host can still tell a retryable `SQLITE_BUSY` from a full disk.
 
 use std::ffi::c_int;
 use std::fmt;
@@ -29,24 +32,46 @@ pub enum OpliteError {
         /// Why it cannot run now.
         reason: String,
     },
-    /// An argument had the wrong type or value. Maps to `SQLITE_MISMATCH`
-    /// for wrong types and `SQLITE_ERROR` otherwise.
+    /// An argument had the wrong type or value. Maps to
+    /// `SQLITE_CONSTRAINT_DATATYPE`, as the reference's argument errors.
     InvalidArgument {
         /// The SQL function that was called.
         function: &'static str,
         /// Which argument, and what was wrong with it.
         message: String,
-        /// True when the argument had the wrong SQLite type.
+        /// True when the argument had the wrong SQLite type (the code is
+        /// the same: the reference does not tell the two apart).
         type_mismatch: bool,
     },
-    /// Input from the server or the app could not be decoded (JSON or BSON).
-    /// Maps to `SQLITE_ERROR`.
+    /// Input from the app could not be decoded (JSON): a schema, stream
+    /// parameters. Maps to `SQLITE_CONSTRAINT_DATATYPE`, as an argument
+    /// error. (Sync lines that do not decode are [`OpliteError::Protocol`].)
     Malformed {
         /// What was being decoded, e.g. "sync line" or "schema".
         what: &'static str,
         /// The decoder's explanation, with position where known.
         message: String,
     },
+    /// A schema asks for something SQLite cannot create in this database: a
+    /// view whose name another object or a virtual table holds, a column
+    /// type a CAST cannot take. Maps to `SQLITE_ERROR`, the code SQLite
+    /// gives the reference core's failing statement in these cases.
+    SchemaConflict {
+        /// What the schema asked for and what stands in the way.
+        message: String,
+    },
+    /// Data stored in the database could not be decoded (an op's row JSON).
+    /// Maps to `SQLITE_ERROR`, as SQLite's JSON functions report it to the
+    /// reference core.
+    StoredData {
+        /// What was being decoded.
+        what: &'static str,
+        /// What was wrong with it.
+        message: String,
+    },
+    /// `ps_kv` has no client id (it was deleted, or a read-only connection
+    /// could not create it). Maps to `SQLITE_ABORT`, as in the reference.
+    MissingClientId,
     /// The sync stream broke the protocol: an undecodable line, or a line
     /// that makes no sense in the current state. Maps to `SQLITE_ABORT`.
     Protocol {
@@ -84,9 +109,9 @@ impl OpliteError {
     pub fn code(&self) -> c_int {
         match self {
             OpliteError::NotInTransaction { .. } | OpliteError::Misuse { .. } => ffi::SQLITE_MISUSE,
-            OpliteError::InvalidArgument { type_mismatch: true, .. } => ffi::SQLITE_MISMATCH,
-            OpliteError::InvalidArgument { .. } | OpliteError::Malformed { .. } => ffi::SQLITE_ERROR,
-            OpliteError::Protocol { .. } => ffi::SQLITE_ABORT,
+            OpliteError::InvalidArgument { .. } | OpliteError::Malformed { .. } => ffi::SQLITE_CONSTRAINT_DATATYPE,
+            OpliteError::SchemaConflict { .. } | OpliteError::StoredData { .. } => ffi::SQLITE_ERROR,
+            OpliteError::Protocol { .. } | OpliteError::MissingClientId => ffi::SQLITE_ABORT,
             OpliteError::SchemaVersion { .. } => ffi::SQLITE_SCHEMA,
             OpliteError::Sqlite { source, .. } => match source {
                 rusqlite::Error::SqliteFailure(e, _) => e.extended_code,
@@ -119,6 +144,11 @@ impl fmt::Display for OpliteError {
                 write!(f, "{function}(): {message}")
             }
             OpliteError::Malformed { what, message } => write!(f, "malformed {what}: {message}"),
+            OpliteError::SchemaConflict { message } => write!(f, "powersync_replace_schema(): {message}"),
+            OpliteError::StoredData { what, message } => write!(f, "malformed {what}: {message}"),
+            OpliteError::MissingClientId => {
+                write!(f, "no client id in ps_kv: powersync_init() creates it on a connection that can write")
+            }
             OpliteError::Protocol { message } => write!(f, "sync protocol error: {message}"),
             OpliteError::SchemaVersion { found, latest, message } => write!(
                 f,
@@ -159,6 +189,10 @@ mod tests {
     fn codes_follow_the_variant() {
         assert_eq!(OpliteError::NotInTransaction { function: "powersync_init" }.code(), ffi::SQLITE_MISUSE);
         assert_eq!(OpliteError::Internal("x".into()).code(), ffi::SQLITE_INTERNAL);
+        let wrong_type = OpliteError::InvalidArgument { function: "f", message: "m".into(), type_mismatch: true };
+        assert_eq!(wrong_type.code(), ffi::SQLITE_CONSTRAINT_DATATYPE);
+        assert_eq!(OpliteError::SchemaConflict { message: "m".into() }.code(), ffi::SQLITE_ERROR);
+        assert_eq!(OpliteError::MissingClientId.code(), ffi::SQLITE_ABORT);
         let busy = rusqlite::Error::SqliteFailure(
             ffi::Error { code: ffi::ErrorCode::DatabaseBusy, extended_code: ffi::SQLITE_BUSY_SNAPSHOT },
             None,

@@ -114,10 +114,11 @@ fn malformed_bson_is_a_protocol_error() {
             ("line_binary", SqlValue::Blob(unterminated), "BSON"),
             ("line_binary", SqlValue::Blob(negative_string), "BSON"),
             ("line_binary", SqlValue::Blob(vec![]), "BSON"),
-            ("line_binary", text("{\"token_expires_in\":60}"), "BSON"),
         ],
         ffi::SQLITE_ABORT,
     );
+    // Text, even JSON, is not a binary line (as in the reference).
+    rejected(vec![("line_binary", text("{\"token_expires_in\":60}"), "blob payload")], ffi::SQLITE_CONSTRAINT_DATATYPE);
 }
 
 #[test]
@@ -209,7 +210,7 @@ fn wrong_payload_types_are_invalid_arguments() {
             ("target_checkpoint_request_id", text("soon"), "must be an integer"),
             ("connection", SqlValue::Blob(vec![1]), "text payload"),
         ],
-        ffi::SQLITE_ERROR,
+        ffi::SQLITE_CONSTRAINT_DATATYPE,
     );
 }
 
@@ -222,7 +223,10 @@ fn unknown_ops_fail_and_unknown_lines_and_fields_are_ignored() {
         ],
         ffi::SQLITE_ABORT,
     );
-    rejected(vec![("sync_everything", SqlValue::Null, "unknown operation \"sync_everything\"")], ffi::SQLITE_ERROR);
+    rejected(
+        vec![("sync_everything", SqlValue::Null, "unknown operation \"sync_everything\"")],
+        ffi::SQLITE_CONSTRAINT_DATATYPE,
+    );
 
     // Unknown line kinds: logged and ignored.
     let db = mid_download();
@@ -321,7 +325,7 @@ fn invalid_utf8_is_rejected() {
             .query_row("SELECT powersync_control('line_text', CAST(?1 AS TEXT))", [&invalid], |r| r.get::<_, String>(0))
             .unwrap_err();
         db.execute_batch("ROLLBACK").unwrap();
-        assert_eq!(error_code(&err), ffi::SQLITE_ERROR, "{err}");
+        assert_eq!(error_code(&err), ffi::SQLITE_CONSTRAINT_DATATYPE, "{err}");
         assert!(err.to_string().contains("not valid UTF-8"), "{err}");
         assert_eq!(snapshot(&db), before);
         finish(&db);

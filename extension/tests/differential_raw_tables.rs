@@ -44,7 +44,8 @@ fn sync(pair: &mut Pair, first: u32, ops: Vec<Value>, complete_fails: bool) {
     pair.control("line_text", Arg::Text(&json!({"data": {"bucket": "b", "data": ops}}).to_string()));
     let complete = json!({"checkpoint_complete": {"last_op_id": last.to_string()}}).to_string();
     if complete_fails {
-        pair.control_fails("line_text", Arg::Text(&complete));
+        let (ours, theirs) = pair.control_error_codes("line_text", Arg::Text(&complete));
+        assert_eq!(ours, theirs, "error codes (oplite, reference) of the failed apply");
     } else {
         pair.control("line_text", Arg::Text(&complete));
     }
@@ -99,8 +100,7 @@ fn bad_definitions_fail_the_apply() {
         json!([{"name": "things"}]),
         json!([{"name": "things", "table_name": "missing"}]),
         // Fewer SQL parameters than sources (oplite checks the count as the
-        // reference's source does; the reference build answers
-        // SQLITE_CONSTRAINT here, oplite SQLITE_ERROR).
+        // reference's source does; both answer SQLITE_CONSTRAINT_DATATYPE).
         json!([{"name": "things", "put": {"sql": "INSERT INTO things(id) VALUES (?)", "params": ["Id", "Rest"]},
                 "delete": {"sql": "DELETE FROM things WHERE id = ?", "params": ["Id"]}}]),
     ] {
@@ -124,7 +124,9 @@ fn bad_definitions_fail_the_apply() {
     sync(&mut pair, 1, vec![op(1, "t1", Some(json!({"a": 1})))], true);
     // A malformed raw table fails the start.
     let mut pair = Pair::new();
-    pair.control_fails("start", Arg::Text(r#"{"schema": {"tables": [], "raw_tables": [{"put": 1}]}}"#));
+    let (ours, theirs) =
+        pair.control_error_codes("start", Arg::Text(r#"{"schema": {"tables": [], "raw_tables": [{"put": 1}]}}"#));
+    assert_eq!(ours, theirs, "error codes (oplite, reference) of the refused start");
 }
 
 /// Creates the three triggers for `definition` on both cores and compares

@@ -60,7 +60,7 @@ fn bad_arguments_name_the_function_and_argument() {
     let db = oplite_initialised();
     db.execute_batch("BEGIN").unwrap();
     let err = db.query_row("SELECT oplite_migrate('x')", [], |r| r.get::<_, i64>(0)).unwrap_err();
-    assert_eq!(error_code(&err), ffi::SQLITE_MISMATCH);
+    assert_eq!(error_code(&err), ffi::SQLITE_CONSTRAINT_DATATYPE);
     assert!(err.to_string().contains("oplite_migrate(): argument 1 must be an integer"), "{err}");
     let err = db.query_row("SELECT oplite_migrate(99)", [], |r| r.get::<_, i64>(0)).unwrap_err();
     assert!(err.to_string().contains("no internal schema version 99"), "{err}");

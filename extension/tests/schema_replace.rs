@@ -232,7 +232,7 @@ fn bad_input_is_refused_and_leaves_the_previous_schema() {
     let cases = [
         ("not json", "malformed schema: expected ident at line 1 column 2"),
         ("{}", "missing field `tables`"),
-        (r#"{"tables":[{"name":"t","columns":[{"name":"a","type":"blob"}]}]}"#, r#"column "a" of table "t" has unknown type "blob""#),
+        (r#"{"tables":[{"name":"t","columns":[{"name":"a","type":"text; x"}]}]}"#, r#"column "a" of table "t" has type "text; x", which is not a SQLite type name"#),
         (r#"{"tables":[{"name":"t","columns":[]},{"name":"t","columns":[]}]}"#, r#"duplicate table name "t""#),
         (r#"{"tables":[{"name":"t","columns":[{"name":"a","type":"text"}],"indexes":[{"name":"i","columns":[{"name":"b"}]}]}]}"#, r#"index "i" of table "t" refers to column "b""#),
         (r#"{"tables":[{"name":"","columns":[]}]}"#, "empty name"),

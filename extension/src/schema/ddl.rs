@@ -75,7 +75,7 @@ pub fn stored_value(layout: Layout, column: &str) -> String {
 
 /// The view's expression for `column`: the stored value cast to its type.
 pub fn view_value(layout: Layout, column: &Column) -> String {
-    format!("CAST({} AS {})", stored_value(layout, &column.name), column.column_type().sql())
+    format!("CAST({} AS {})", stored_value(layout, &column.name), column.cast_type())
 }
 
 /// `CREATE VIEW` for the table.

@@ -90,7 +90,9 @@ pub(super) fn register(db: &Connection) -> Result<()> {
         "powersync_update_hooks",
         1,
         Purity::Volatile,
-        Box::new(|db, args| match text_arg(args, 0, "powersync_update_hooks")? {
+        // Anything but the two operations, a non-text argument included, is
+        // an unknown operation (SQLITE_MISUSE), as in the reference.
+        Box::new(|db, args| match text_arg(args, 0, "powersync_update_hooks").ok().flatten() {
             Some("install") => {
                 install(db);
                 Ok(Value::Null)

@@ -124,10 +124,8 @@ fn read_data_table(db: &Connection, name: &str, row_type: &str, local: bool) -> 
     } else if has("data") && columns.len() == 2 {
         Layout::Json
     } else {
-        return Err(OpliteError::InvalidArgument {
-            function: "powersync_replace_schema",
+        return Err(OpliteError::SchemaConflict {
             message: format!("table {name:?} has a data table's name but neither oplite's nor the JSON layout"),
-            type_mismatch: false,
         });
     };
     let columns = match layout {

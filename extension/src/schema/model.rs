@@ -5,7 +5,8 @@
 //! name the table, column or index at fault (serde only knows positions).
 //! Everything the generators in [`super::ddl`] and [`super::triggers`] rely
 //! on is established here: names are non-empty and unique, column types are
-//! known, indexes and `include_old` lists refer to columns that exist.
+//! SQLite type names, indexes and `include_old` lists refer to columns that
+//! exist.
 
 use serde::{Deserialize, Deserializer};
 
@@ -67,42 +68,83 @@ pub struct Table {
 pub struct Column {
     /// The column name, as in the server's JSON.
     pub name: String,
-    /// `text`, `integer` or `real` (any case).
+    /// A SQLite type name: the SDKs send `text`, `integer` or `real`, and
+    /// any other (`int`, `varchar(20)`, `blob`, `boolean`, even empty) is
+    /// cast to as SQLite's affinity rules say, as the reference core does.
     #[serde(rename = "type")]
     pub type_name: String,
 }
 
-/// The SQLite type a view column is cast to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnType {
-    /// `CAST(... AS TEXT)`
-    Text,
-    /// `CAST(... AS INTEGER)`
-    Integer,
-    /// `CAST(... AS REAL)`
-    Real,
-}
-
-impl ColumnType {
-    /// The type keyword used in CAST.
-    pub fn sql(self) -> &'static str {
-        match self {
-            ColumnType::Text => "TEXT",
-            ColumnType::Integer => "INTEGER",
-            ColumnType::Real => "REAL",
-        }
-    }
-}
-
 impl Column {
-    /// The column's type (checked by [`Schema::parse`]).
-    pub fn column_type(&self) -> ColumnType {
+    /// The type the view casts the column to (checked by [`Schema::parse`]).
+    /// The three types the SDKs send are spelled in upper case, whatever
+    /// case the schema used, so that the view and index SQL of existing
+    /// databases stays as it was; any other type name is used as given.
+    pub fn cast_type(&self) -> &str {
         match self.type_name.to_ascii_lowercase().as_str() {
-            "integer" => ColumnType::Integer,
-            "real" => ColumnType::Real,
-            _ => ColumnType::Text,
+            "text" => "TEXT",
+            "integer" => "INTEGER",
+            "real" => "REAL",
+            _ => &self.type_name,
         }
     }
+}
+
+/// True when `name` can stand as the type of a `CAST`: names, bare or
+/// quoted (SQLite checks them when the view is created), optionally followed
+/// by one or two signed numbers in parentheses, and nothing that could end
+/// the expression or comment out the rest of the generated SQL.
+fn is_type_name(name: &str) -> bool {
+    let (words, args) = match name.find('(') {
+        Some(open) => match name[open + 1..].trim_end().strip_suffix(')') {
+            Some(args) => (&name[..open], Some(args)),
+            None => return false,
+        },
+        None => (name, None),
+    };
+    let is_number = |n: &str| {
+        let n = n.trim().trim_start_matches(['+', '-']).trim_start();
+        !n.is_empty() && n.parse::<f64>().is_ok() && !n.contains(|c: char| c.is_alphabetic() && c != 'e' && c != 'E')
+    };
+    are_names(words)
+        && args.is_none_or(|args| {
+            let mut parts = args.split(',');
+            let first = parts.next().is_some_and(is_number);
+            let second = parts.next().is_none_or(is_number);
+            first && second && parts.next().is_none()
+        })
+}
+
+/// True when `words` is a sequence of names separated by white space, each
+/// bare (letters, digits, `_`, `$`) or quoted in `"..."`, `'...'`, `[...]`
+/// or `` `...` `` with no quote of its kind inside.
+fn are_names(words: &str) -> bool {
+    let mut rest = words.trim_start();
+    while let Some(first) = rest.chars().next() {
+        let close = match first {
+            '"' => Some('"'),
+            '\'' => Some('\''),
+            '[' => Some(']'),
+            '`' => Some('`'),
+            _ => None,
+        };
+        let end = match close {
+            Some(close) => match rest[1..].find(close) {
+                Some(at) => at + 2,
+                None => return false,
+            },
+            None => rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$')).unwrap_or(rest.len()),
+        };
+        if end == 0 {
+            return false;
+        }
+        let after = &rest[end..];
+        if !after.is_empty() && !after.starts_with(char::is_whitespace) {
+            return false;
+        }
+        rest = after.trim_start();
+    }
+    true
 }
 
 /// An index on a table's columns.
@@ -259,6 +301,13 @@ fn invalid(message: String) -> OpliteError {
     OpliteError::InvalidArgument { function: "powersync_replace_schema", message, type_mismatch: false }
 }
 
+/// A schema the reference core fails on when SQLite refuses its statements
+/// (two tables of one name, a reserved view name, a type a CAST cannot
+/// take): refused with SQLite's code for that, as there.
+fn conflict(message: String) -> OpliteError {
+    OpliteError::SchemaConflict { message }
+}
+
 impl Table {
     /// The view's name.
     pub fn view_name(&self) -> &str {
@@ -279,8 +328,13 @@ impl Table {
 impl Schema {
     /// Parses and checks a schema; the error names what is wrong.
     pub fn parse(json: &str) -> Result<Schema> {
-        let schema: Schema = serde_json::from_str(json)
+        let mut schema: Schema = serde_json::from_str(json)
             .map_err(|e| OpliteError::Malformed { what: "schema", message: e.to_string() })?;
+        // local_only wins over insert_only, as in the reference core (which
+        // keeps accepting the pair for old SDKs that sent both).
+        for table in schema.tables.iter_mut().filter(|t| t.local_only) {
+            table.insert_only = false;
+        }
         schema.check()?;
         Ok(schema)
     }
@@ -293,17 +347,17 @@ impl Schema {
             check_table(table)?;
             let lower = table.name.to_lowercase();
             if type_names.contains(&lower) {
-                return Err(invalid(format!("duplicate table name {:?}", table.name)));
+                return Err(conflict(format!("duplicate table name {:?}", table.name)));
             }
             type_names.push(lower);
             let view = table.view_name().to_lowercase();
             if view_names.contains(&view) {
-                return Err(invalid(format!("two tables use the view name {:?}", table.view_name())));
+                return Err(conflict(format!("two tables use the view name {:?}", table.view_name())));
             }
             view_names.push(view);
         }
         if let Some(view) = view_names.iter().find(|v| v.starts_with("ps_data__") || v.starts_with("ps_data_local__")) {
-            return Err(invalid(format!("view name {view:?} is reserved for data tables")));
+            return Err(conflict(format!("view name {view:?} is reserved for data tables")));
         }
         let mut raw_names: Vec<String> = Vec::new();
         for raw in &self.raw_tables {
@@ -329,9 +383,6 @@ fn check_name(what: &str, name: &str) -> Result<()> {
     if name.contains('\0') {
         return Err(invalid(format!("{what} {name:?} contains a NUL character")));
     }
-    if name.to_ascii_lowercase().starts_with("sqlite_") {
-        return Err(invalid(format!("{what} {name:?}: names starting with sqlite_ are reserved by SQLite")));
-    }
     Ok(())
 }
 
@@ -342,10 +393,16 @@ fn check_table(table: &Table) -> Result<()> {
             check_name(&format!("the view of table {:?}", table.name), view)?;
         }
     }
-    let t = &table.name;
-    if table.local_only && table.insert_only {
-        return Err(invalid(format!("table {t:?} cannot be both local_only and insert_only")));
+    // Only the view is a SQLite object named after the schema (the data
+    // table is ps_data__<name>, columns and indexes are not affected).
+    let view = table.view_name();
+    if view.to_ascii_lowercase().starts_with("sqlite_") {
+        return Err(conflict(format!(
+            "the view of table {:?} would be named {view:?}: names starting with sqlite_ are reserved by SQLite",
+            table.name
+        )));
     }
+    let t = &table.name;
     let mut seen: Vec<String> = Vec::new();
     for column in &table.columns {
         check_name(&format!("a column of table {t:?}"), &column.name)?;
@@ -366,9 +423,9 @@ fn check_table(table: &Table) -> Result<()> {
             return Err(invalid(format!("table {t:?} declares column {:?} twice", column.name)));
         }
         seen.push(lower);
-        if !matches!(column.type_name.to_ascii_lowercase().as_str(), "text" | "integer" | "real") {
-            return Err(invalid(format!(
-                "column {:?} of table {t:?} has unknown type {:?} (expected text, integer or real)",
+        if !is_type_name(&column.type_name) {
+            return Err(conflict(format!(
+                "column {:?} of table {t:?} has type {:?}, which is not a SQLite type name",
                 column.name, column.type_name
             )));
         }
@@ -426,13 +483,27 @@ mod tests {
         .unwrap();
         let t = &schema.tables[0];
         assert_eq!(t.view_name(), "v");
-        assert_eq!(t.columns[0].column_type(), ColumnType::Text);
-        assert_eq!(t.columns[1].column_type(), ColumnType::Integer);
+        assert_eq!(t.columns[0].cast_type(), "TEXT");
+        assert_eq!(t.columns[1].cast_type(), "INTEGER");
         assert!(!t.indexes[0].columns[0].ascending);
         assert!(t.indexes[0].columns[1].ascending);
         assert!(!t.insert_only && t.include_metadata && t.include_old_only_when_changed && t.ignore_empty_update);
         assert_eq!(t.include_old, IncludeOld::Columns(vec!["a".into()]));
         assert_eq!(schema.raw_tables[0].put.as_ref().unwrap().params, vec![RawParam::Id, RawParam::Column("a".into()), RawParam::Rest]);
+    }
+
+    #[test]
+    fn type_names_are_what_sqlite_casts_to() {
+        for good in ["int", "Text", "varchar(20)", "decimal(10, -5)", "unsigned big int", "", "blob", "\"text\"", "[x y]"] {
+            assert!(is_type_name(good), "{good:?}");
+        }
+        assert!(is_type_name("'a' \"b\" c"));
+        for bad in ["text; drop", "text)", "a(b)", "x(1,2,3)", "text -- c", "text /* c", "'a'b", "\"a\"b\"", "t(1) x", "'"] {
+            assert!(!is_type_name(bad), "{bad:?}");
+        }
+        let schema = Schema::parse(r#"{"tables":[{"name":"t","local_only":true,"insert_only":true,"columns":[{"name":"a","type":"int"}]}]}"#).unwrap();
+        assert!(schema.tables[0].local_only && !schema.tables[0].insert_only);
+        assert_eq!(schema.tables[0].columns[0].cast_type(), "int");
     }
 
     #[test]
@@ -451,8 +522,8 @@ mod tests {
     fn bad_input_names_what_is_wrong() {
         assert!(err("not json").starts_with("malformed schema: expected ident"));
         assert!(err("{}").contains("missing field `tables`"));
-        assert!(err(r#"{"tables":[{"name":"t","columns":[{"name":"a","type":"blob"}]}]}"#)
-            .contains(r#"column "a" of table "t" has unknown type "blob""#));
+        assert!(err(r#"{"tables":[{"name":"t","columns":[{"name":"a","type":"text) AS x, (1"}]}]}"#)
+            .contains(r#"column "a" of table "t" has type "text) AS x, (1", which is not a SQLite type name"#));
         assert!(err(r#"{"tables":[{"name":"t","columns":[]},{"name":"T","columns":[]}]}"#)
             .contains(r#"duplicate table name "T""#));
         assert!(err(r#"{"tables":[{"name":"t","columns":[{"name":"a","type":"text"}],"indexes":[{"name":"i","columns":[{"name":"zz"}]}]}]}"#)
@@ -465,7 +536,6 @@ mod tests {
         assert!(err(r#"{"tables":[{"name":"sqlite_x","columns":[]}]}"#).contains("reserved by SQLite"));
         assert!(err(r#"{"tables":[{"name":"a","view_name":"v","columns":[]},{"name":"b","view_name":"V","columns":[]}]}"#)
             .contains("view name"));
-        assert!(err(r#"{"tables":[{"name":"t","local_only":true,"insert_only":true,"columns":[]}]}"#).contains("both"));
         assert!(err(r#"{"tables":[{"name":"t","include_old":["x"],"columns":[]}]}"#).contains(r#"lists column "x""#));
         assert!(err(r#"{"tables":[{"name":"t","include_metadata":true,"columns":[{"name":"_metadata","type":"text"}]}]}"#)
             .contains("include_metadata"));

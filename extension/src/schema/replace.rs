@@ -90,13 +90,14 @@ fn run(db: &Connection, sql: &str) -> Result<()> {
 }
 
 fn conflict(message: String) -> OpliteError {
-    OpliteError::InvalidArgument { function: "powersync_replace_schema", message, type_mismatch: false }
+    OpliteError::SchemaConflict { message }
 }
 
 fn apply(db: &Connection, schema: &Schema) -> Result<()> {
     let installed = Installed::read(db)?;
     let desired: Vec<Desired<'_>> = schema.tables.iter().map(Desired::new).collect();
     check_collisions(&installed, &desired)?;
+    check_module_names(db, &desired)?;
 
     // 1. Stale views (their triggers go with them) and indexes.
     let mut kept_views = Vec::new();
@@ -212,6 +213,36 @@ fn check_collisions(installed: &Installed, desired: &[Desired<'_>]) -> Result<()
                     )));
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// The reference core's own virtual table, which oplite does not register:
+/// refused as a view name as the reference refuses it, so that a schema
+/// works with both cores.
+const REFERENCE_MODULES: &[&str] = &["powersync_internal_close"];
+
+/// Fails if a view would be named like a virtual table SQLite finds without
+/// a CREATE: `json_each`, `pragma_table_info`, `oplite_row`,
+/// `powersync_crud` and any other eponymous module. A view of that name
+/// hides the module from every statement in the database (SQLite looks for
+/// tables and views first, qualified with `main.` or not), so oplite's
+/// triggers, applies and schema reads, and the app's own queries, would
+/// fail for good. The reference core refuses these names too (it cannot
+/// drop them). SQLite answers the question: preparing `DROP VIEW IF EXISTS
+/// temp.<name>` fails exactly when the name is such a module (or a temp
+/// object, which would shadow the view as well).
+fn check_module_names(db: &Connection, desired: &[Desired<'_>]) -> Result<()> {
+    for d in desired {
+        let reference_module = REFERENCE_MODULES.iter().any(|m| m.eq_ignore_ascii_case(&d.view));
+        let probe = db.prepare(&format!("DROP VIEW IF EXISTS temp.{}", identifier(&d.view)));
+        if reference_module || probe.is_err() {
+            return Err(conflict(format!(
+                "table {:?} cannot have a view named {:?}: SQLite resolves that name to a virtual table \
+                 (a table-valued function or module) that the view would hide",
+                d.table.name, d.view
+            )));
         }
     }
     Ok(())

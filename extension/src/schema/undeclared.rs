@@ -145,7 +145,7 @@ fn is_declared(raw: &[u8], declared: &[&[u8]]) -> bool {
 /// The members of `data` whose keys are not in `declared`, as a JSON
 /// object text, or None if there are none.
 pub fn undeclared_members(data: &[u8], declared: &[&[u8]]) -> Result<Option<String>> {
-    let malformed = || OpliteError::Malformed { what: "synced row", message: "malformed JSON".into() };
+    let malformed = || OpliteError::StoredData { what: "synced row", message: "malformed JSON".into() };
     let mut extra: Option<Vec<u8>> = None;
     let is_object = for_each_member(data, |key, span| {
         if !is_declared(key, declared) {

@@ -17,8 +17,9 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use super::data_line::{store_data_line, KnownKeys};
+use super::diagnostics::Diagnostics;
 use super::instruction::{BucketRequest, CompletedSync, Instruction, Severity, StreamRequest};
-use super::line::{BucketChecksum, StreamDescription, SyncLine};
+use super::line::{BucketChecksum, DataLine, StreamDescription, SyncLine};
 use super::payload::{invalid_argument, Payload};
 use super::requests::{self, CheckpointMode, CheckpointRequest};
 use super::status::{BucketProgress, DownloadProgress, SyncStatus, FULL_SYNC_PRIORITY};
@@ -85,6 +86,8 @@ struct Iteration {
     streams: IterationStreams,
     /// The raw tables of `start`'s schema, when it had one.
     raw_tables: Option<Vec<crate::schema::RawTable>>,
+    /// When `start` asked for diagnostics: the column types seen so far.
+    diagnostics: Option<Diagnostics>,
 }
 
 /// Per-connection sync state.
@@ -268,7 +271,7 @@ impl SyncClient {
     }
 
     fn start(&mut self, db: &Connection, payload: Payload<'_>, out: &mut Vec<Instruction>) -> Result<()> {
-        let options = StartOptions::parse(payload.optional_text("start")?)?;
+        let options = StartOptions::parse(payload.text_or_none())?;
         // The streams as stored before this start extends or drops any.
         let status = SyncStatus {
             connecting: true,
@@ -308,6 +311,7 @@ impl SyncClient {
             counters: shared_names(storage::counters(db)?),
             streams: iteration_streams,
             raw_tables: options.schema.map(|s| s.raw_tables),
+            diagnostics: options.diagnostics.map(|_| Diagnostics::default()),
         });
         self.known_keys = KnownKeys::default();
         // A start always reports its status, even when unchanged.
@@ -352,6 +356,8 @@ impl SyncClient {
         iteration.status.connecting = false;
         // Lines that change sync state (the others change nothing stored).
         let changes_state = !matches!(line, SyncLine::TokenExpiresIn(_) | SyncLine::Unknown(_));
+        // Diagnostics follow the status update, as in the reference.
+        let mut diagnostics = Vec::new();
         let keep_going = match line {
             SyncLine::Checkpoint(checkpoint) => {
                 let target = TargetCheckpoint {
@@ -361,6 +367,7 @@ impl SyncClient {
                     streams: checkpoint.streams,
                 };
                 iteration.set_checkpoint(db, target, out)?;
+                iteration.report_checkpoint(&mut diagnostics);
                 true
             }
             SyncLine::CheckpointDiff(diff) => {
@@ -374,6 +381,12 @@ impl SyncClient {
                 target.write_checkpoint = diff.write_checkpoint;
                 let removed: HashSet<&str> = diff.removed_buckets.iter().map(|b| &**b).collect();
                 target.buckets.retain(|b| !removed.contains(&*b.bucket));
+                // Removed buckets are deleted even if no checkpoint named
+                // them (data lines alone stored them), as in the reference.
+                // (A failed call restores the iteration, see `control`.)
+                if removed.iter().any(|b| !iteration.deletable.contains(*b)) {
+                    Arc::make_mut(&mut iteration.deletable).extend(removed.iter().map(|b| (*b).to_owned()));
+                }
                 for updated in diff.updated_buckets {
                     match target.buckets.iter_mut().find(|b| b.bucket == updated.bucket) {
                         Some(existing) => *existing = updated.into_owned(),
@@ -381,6 +394,7 @@ impl SyncClient {
                     }
                 }
                 iteration.set_checkpoint(db, target, out)?;
+                iteration.report_checkpoint(&mut diagnostics);
                 true
             }
             SyncLine::CheckpointComplete(_) => {
@@ -403,7 +417,11 @@ impl SyncClient {
             SyncLine::Data(data) => {
                 let stored = store_data_line(db, &data, size, &mut self.known_keys)?;
                 iteration.counters.insert(Arc::from(&*data.bucket), stored.counters);
-                iteration.refresh_progress();
+                // Progress is reported from a checkpoint to its apply only.
+                if iteration.status.downloading.is_some() {
+                    iteration.refresh_progress();
+                }
+                iteration.report_data_line(&data, &mut diagnostics);
                 true
             }
             SyncLine::TokenExpiresIn(seconds) => {
@@ -435,6 +453,7 @@ impl SyncClient {
                 self.advance(db)?;
             }
             self.emit_status(out);
+            out.append(&mut diagnostics);
         } else {
             self.iteration = None;
         }
@@ -501,6 +520,19 @@ impl Iteration {
         self.status.streams = stream_status;
         self.refresh_progress();
         Ok(())
+    }
+
+    fn report_checkpoint(&self, out: &mut Vec<Instruction>) {
+        if let (Some(diagnostics), Some(c)) = (&self.diagnostics, &self.checkpoint) {
+            diagnostics.checkpoint(&c.buckets, &self.counters, out);
+        }
+    }
+
+    fn report_data_line(&mut self, line: &DataLine<'_>, out: &mut Vec<Instruction>) {
+        let downloading = self.checkpoint.as_ref().filter(|_| self.status.downloading.is_some());
+        if let Some(diagnostics) = self.diagnostics.as_mut() {
+            diagnostics.data_line(line, downloading.map(|c| (&c.buckets[..], &self.counters)), out);
+        }
     }
 
     fn refresh_progress(&mut self) {

@@ -63,6 +63,8 @@ pub enum Instruction {
     FlushFileSystem {},
     /// A checkpoint was applied completely.
     DidCompleteSync(CompletedSync),
+    /// Sync diagnostics (only when `start` asked for them).
+    HandleDiagnostics(super::diagnostics::DiagnosticsEvent),
 }
 
 /// The payload of [`Instruction::DidCompleteSync`].

@@ -79,7 +79,7 @@ pub struct BucketChecksum<'a> {
     /// The sum of all op checksums of the bucket.
     pub checksum: Checksum,
     /// 0 is highest; 3 when absent.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_priority")]
     pub priority: Option<i32>,
     /// The number of ops in the bucket, for progress.
     #[serde(default)]
@@ -212,6 +212,7 @@ pub struct PartialCheckpointComplete {
     #[serde(deserialize_with = "op_id")]
     pub last_op_id: i64,
     /// Buckets of this priority or higher (lower number) are complete.
+    #[serde(deserialize_with = "priority")]
     pub priority: i32,
 }
 
@@ -351,6 +352,23 @@ impl Visitor<'_> for OpIdVisitor {
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<i64, E> {
         i64::try_from(v).map_err(|_| E::custom(format!("op id {v} is not a 64-bit integer")))
     }
+}
+
+/// A bucket priority: 0 (the highest) or more. `i32::MAX` is refused too:
+/// the reference core keeps it to mean "every priority", and refuses it and
+/// negative numbers in lines alike.
+fn priority<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i32, D::Error> {
+    let value = i32::deserialize(deserializer)?;
+    if value < 0 || value == i32::MAX {
+        return Err(de::Error::custom(format!("invalid bucket priority {value} (expected 0 to {})", i32::MAX - 1)));
+    }
+    Ok(value)
+}
+
+fn optional_priority<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i32>, D::Error> {
+    #[derive(Deserialize)]
+    struct Checked(#[serde(deserialize_with = "priority")] i32);
+    Ok(Option::<Checked>::deserialize(deserializer)?.map(|Checked(value)| value))
 }
 
 fn op_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {

@@ -16,6 +16,7 @@
 pub mod checksum;
 pub mod client;
 pub mod data_line;
+pub mod diagnostics;
 pub mod instruction;
 pub mod line;
 pub mod payload;

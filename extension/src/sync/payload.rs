@@ -32,18 +32,20 @@ impl<'a> Payload<'a> {
         }
     }
 
-    pub(super) fn optional_text(self, op: &str) -> Result<Option<&'a str>> {
-        match self {
-            Payload::Null => Ok(None),
-            other => other.text(op).map(Some),
-        }
-    }
-
+    /// A blob (text is refused too, as by the reference).
     pub(super) fn bytes(self, op: &str) -> Result<&'a [u8]> {
         match self {
             Payload::Blob(bytes) => Ok(bytes),
-            Payload::Text(text) => Ok(text.as_bytes()),
             _ => Err(invalid_argument(format!("{op} needs a blob payload"))),
+        }
+    }
+
+    /// Text, or None for any other payload (`start` takes a payload that is
+    /// not text as no options, as the reference does).
+    pub(super) fn text_or_none(self) -> Option<&'a str> {
+        match self {
+            Payload::Text(text) => Some(text),
+            _ => None,
         }
     }
 

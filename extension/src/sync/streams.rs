@@ -249,6 +249,9 @@ pub struct StartOptions {
     /// their statements in place of the recorded ones).
     #[serde(default)]
     pub schema: Option<StartSchema>,
+    /// Present (an object): report `HandleDiagnostics` (diagnostics.rs).
+    #[serde(default)]
+    pub diagnostics: Option<super::diagnostics::DiagnosticOptions>,
 }
 
 /// The `schema` of a `start` payload.
@@ -277,6 +280,7 @@ impl Default for StartOptions {
             include_defaults: true,
             checkpoint_mode: Default::default(),
             schema: None,
+            diagnostics: None,
         }
     }
 }
@@ -297,6 +301,14 @@ impl StartOptions {
                 invalid_argument(format!("start payload is not valid JSON: {e}"))
             } else {
                 invalid_argument(format!("start payload: {e}"))
+            }
+        })
+        .and_then(|options: StartOptions| {
+            // Sync parameters are an object (or null), as the service reads them.
+            if options.parameters.is_null() || options.parameters.is_object() {
+                Ok(options)
+            } else {
+                Err(invalid_argument(format!("start payload: parameters must be an object, got {}", options.parameters)))
             }
         })
     }
