@@ -13,15 +13,17 @@
 //! ps_oplog, ps_buckets, ps_crud, ps_kv and the data tables keep their rows.
 //!
 //! A core database newer than version 14 is first stepped down to 14 with
-//! the SQL the core recorded (its own way down); an older one is refused
-//! with a message saying how to bring it up.
+//! the SQL the core recorded (its own way down); an older one (versions 1
+//! to 13, every SDK release before the 0.5 cores) is first brought up to 14
+//! by `core_upgrade`, which replays what each core version did to the data.
 
 use rusqlite::Connection;
 
+use crate::core_upgrade;
 use crate::error::{OpliteError, Result, SqliteResultExt};
 
 /// The PowerSync core's internal schema version this module converts from.
-pub const CORE_VERSION: i64 = 14;
+pub const CORE_VERSION: i64 = core_upgrade::TARGET;
 
 /// SQL: from the core's version 14 to oplite's version 1 (without the
 /// `ps_migration` row, which the caller writes).
@@ -43,16 +45,18 @@ pub fn is_core_database(db: &Connection) -> Result<bool> {
 /// recorded version down (the migrations module's). Runs in the caller's
 /// transaction.
 pub fn adopt(db: &Connection, mut version: i64, step_down: impl Fn(&Connection, i64) -> Result<()>) -> Result<()> {
-    if version < CORE_VERSION {
+    if version < core_upgrade::OLDEST {
         return Err(OpliteError::SchemaVersion {
             found: version,
             latest: crate::migrations::LATEST_VERSION,
-            message: format!(
-                "the database was written by an older PowerSync core (its schema version {version}); \
-                 open it once with a PowerSync core that writes version {CORE_VERSION} to upgrade it, \
-                 or delete the database file to sync from scratch"
-            ),
+            message: "ps_buckets was written by a PowerSync core, but ps_migration records none of its \
+                      versions; delete the database file to sync from scratch"
+                .into(),
         });
+    }
+    if version < CORE_VERSION {
+        core_upgrade::upgrade(db, version)?;
+        version = CORE_VERSION;
     }
     while version > CORE_VERSION {
         step_down(db, version)?;

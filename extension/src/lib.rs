@@ -35,6 +35,7 @@
 pub mod adopt;
 pub mod bson;
 pub mod client_id;
+pub mod core_upgrade;
 pub mod error;
 pub mod functions;
 pub mod migrations;

@@ -69,20 +69,38 @@ fn init(db: &Connection) -> rusqlite::Result<()> {
     result
 }
 
-#[test]
-fn a_core_database_is_adopted_and_syncs_on_like_the_core() {
-    let dir = TempDir::new("adopt");
-    let core_path = core_database(&dir);
-    let ours_path = dir.join("ours.db");
-    std::fs::copy(&core_path, &ours_path).unwrap();
+/// Steps the core database at `path` down to the core's internal `version`
+/// with the core's own migrations (`powersync_test_migration`), as if an
+/// older SDK had written it.
+fn step_core_down(path: &Path, version: i64) {
+    let db = open_with_core(path);
+    db.execute_batch("BEGIN").unwrap();
+    db.query_row("SELECT powersync_test_migration(?1)", [version], |_| Ok(())).unwrap();
+    db.execute_batch("COMMIT").unwrap();
+    assert_eq!(migration_ids(&db).last(), Some(&version));
+}
 
-    let theirs = open_with_core(&core_path);
+/// The core's database at `core_path` (its internal `version`) is copied;
+/// the core brings the original up to date, oplite adopts the copy; both
+/// take the app's schema again and must agree, then sync on from where the
+/// old core left off and must agree again.
+fn adopted_syncs_on_like_the_core(dir: &TempDir, core_path: &Path, version: i64) {
+    let ours_path = dir.join("ours.db");
+    std::fs::copy(core_path, &ours_path).unwrap();
+
+    let theirs = open_with_core(core_path);
     let ours = open_file(&ours_path, None);
-    assert_eq!(migration_ids(&ours).last(), Some(&oplite::adopt::CORE_VERSION));
+    assert_eq!(migration_ids(&ours).last(), Some(&version));
+    let crud_before = stored_crud(&ours);
     init(&theirs).unwrap();
     init(&ours).unwrap();
     assert_eq!(migration_ids(&ours), (1..=LATEST_VERSION).collect::<Vec<_>>(), "oplite's history replaces the core's");
     assert_eq!(ours.query_row("PRAGMA integrity_check", [], |r| r.get::<_, String>(0)).unwrap(), "ok");
+    assert_eq!(stored_crud(&ours), crud_before, "the queued uploads survive with their transactions");
+    let client_id: String = ours.query_row("SELECT value FROM ps_kv WHERE key = 'client_id'", [], |r| r.get(0)).unwrap();
+    if version >= 3 {
+        assert_eq!(client_id, "00000000-0000-4000-8000-000000000000", "the client id survives");
+    }
 
     // The SDK hands over its schema again on every open: oplite converts the
     // core's JSON data table to typed columns, the core changes nothing.
@@ -133,7 +151,30 @@ fn a_core_database_is_adopted_and_syncs_on_like_the_core() {
 }
 
 #[test]
-fn an_older_core_database_is_refused_and_left_alone() {
+fn a_core_database_is_adopted_and_syncs_on_like_the_core() {
+    let dir = TempDir::new("adopt");
+    let core_path = core_database(&dir);
+    adopted_syncs_on_like_the_core(&dir, &core_path, oplite::adopt::CORE_VERSION);
+}
+
+/// Every SDK release before the 0.5 cores left its database at one of the
+/// core's versions 2 to 13: the core's own migrations take a synced
+/// database there, then oplite brings it up and adopts it.
+#[test]
+fn an_older_core_database_is_brought_up_and_syncs_on_like_the_core() {
+    for version in (2..oplite::adopt::CORE_VERSION).rev() {
+        let dir = TempDir::new(&format!("adopt-{version}"));
+        let core_path = core_database(&dir);
+        step_core_down(&core_path, version);
+        adopted_syncs_on_like_the_core(&dir, &core_path, version);
+    }
+}
+
+/// A failed upgrade changes nothing: here the tables are version 14's but
+/// ps_migration says an older core wrote them, so a step of the way up
+/// fails; the database stays as it was.
+#[test]
+fn a_failed_upgrade_leaves_the_database_alone() {
     // 12: an older core. 2: an older core whose version number is also one
     // of oplite's, so the tables, not the number, must tell who wrote them.
     for version in [12, 2] {
@@ -141,14 +182,12 @@ fn an_older_core_database_is_refused_and_left_alone() {
         let path = core_database(&dir);
         {
             let db = open_with_core(&path);
-            // What an older core would have recorded (the tables are not what
-            // matters: oplite must not touch them).
             db.execute("DELETE FROM ps_migration WHERE id > ?1", [version]).unwrap();
         }
         let db = open_file(&path, None);
         let before = migration_ids(&db);
         let err = init(&db).unwrap_err().to_string();
-        assert!(err.contains("older PowerSync core") && err.contains(&format!("version {version}")), "{err}");
+        assert!(err.contains("bringing the PowerSync core's schema from version"), "{err}");
         assert_eq!(migration_ids(&db), before);
         assert_eq!(stored_crud(&db).len(), 2, "the queued uploads are still there");
     }

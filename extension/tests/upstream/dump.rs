@@ -67,8 +67,13 @@ fn literal(value: SqlValue) -> String {
 
 /// The rows of the sync tables (and `lists` / `todos` data) as INSERTs.
 pub fn data(db: &Connection) -> String {
+    data_with_buckets(db, "SELECT * FROM ps_buckets ORDER BY name")
+}
+
+/// [`data`], with ps_buckets read by `buckets` (a query of chosen columns).
+pub fn data_with_buckets(db: &Connection, buckets: &str) -> String {
     let queries = [
-        ("ps_buckets", "SELECT * FROM ps_buckets ORDER BY name"),
+        ("ps_buckets", buckets),
         ("ps_oplog", "SELECT * FROM ps_oplog ORDER BY bucket, op_id"),
         ("ps_updated_rows", "SELECT * FROM ps_updated_rows ORDER BY row_type, row_id"),
         ("ps_data__lists", "SELECT * FROM ps_data__lists ORDER BY id"),
