@@ -45,11 +45,15 @@ pub enum RowTypeKind {
     Untyped,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct SyncedTable {
     name: String,
     layout: Layout,
     columns: Vec<String>,
+    /// The app has triggers on the data table: rows are written as the
+    /// reference core writes them (INSERT OR REPLACE), so the triggers see
+    /// the same events; otherwise a typed row is updated in place.
+    app_triggers: bool,
 }
 
 #[derive(Debug, Default)]
@@ -70,9 +74,12 @@ impl DataTables {
     pub fn load(db: &Connection) -> Result<DataTables> {
         let installed = Installed::read(db)?;
         let mut tables = Tables::default();
-        for table in installed.data_tables.into_iter().filter(|t| !t.local) {
-            let synced = SyncedTable { name: table.name, layout: table.layout, columns: table.columns };
-            tables.synced.insert(table.row_type, synced);
+        for table in installed.data_tables.iter().filter(|t| !t.local) {
+            let app_triggers =
+                installed.objects.iter().any(|o| o.kind == "trigger" && o.table.eq_ignore_ascii_case(&table.name));
+            let synced =
+                SyncedTable { name: table.name.clone(), layout: table.layout, columns: table.columns.clone(), app_triggers };
+            tables.synced.insert(table.row_type.clone(), synced);
         }
         for raw in load_raw_tables(db)? {
             tables.raw.insert(raw.name.clone(), raw);
@@ -83,12 +90,7 @@ impl DataTables {
     /// The same tables with `raw_tables` (e.g. from the sync stream's
     /// start payload) in place of the recorded raw tables.
     pub fn with_raw_tables(&self, raw_tables: Vec<RawTable>) -> DataTables {
-        let synced = self
-            .inner
-            .synced
-            .iter()
-            .map(|(k, t)| (k.clone(), SyncedTable { name: t.name.clone(), layout: t.layout, columns: t.columns.clone() }))
-            .collect();
+        let synced = self.inner.synced.clone();
         let raw = raw_tables.into_iter().map(|r| (r.name.clone(), r)).collect();
         DataTables { inner: Arc::new(Tables { synced, raw }) }
     }
@@ -102,6 +104,12 @@ impl DataTables {
         } else {
             RowTypeKind::Untyped
         }
+    }
+
+    /// True if the app has triggers on any synced data table: the apply
+    /// then writes rows as the reference core does, in its order.
+    pub fn app_triggers(&self) -> bool {
+        self.inner.synced.values().any(|t| t.app_triggers)
     }
 
     /// The synced types that have a data table.
@@ -128,7 +136,7 @@ impl DataTables {
     pub fn upsert_from_select_sql(&self, row_type: &str, source: &str) -> Option<String> {
         let table = self.inner.synced.get(row_type)?;
         Some(match table.layout {
-            Layout::Typed => rows::upsert_typed_from_select(&table.name, &table.columns, source),
+            Layout::Typed => rows::upsert_typed_from_select(&table.name, &table.columns, source, table.app_triggers),
             Layout::Json => rows::upsert_json_from_select(&table.name, source),
         })
     }
@@ -181,12 +189,15 @@ impl<'c> RowWriter<'c> {
                     stmt.execute((id, data)).context(context).map(drop)
                 }
                 Layout::Typed => {
-                    let stmt = self.statement(PUT, row_type, || rows::upsert_typed_row(&table.name, &table.columns))?;
+                    let stmt = self.statement(PUT, row_type, || {
+                        rows::upsert_typed_row(&table.name, &table.columns, table.app_triggers)
+                    })?;
                     match stmt.execute((id, data)) {
                         Ok(_) => Ok(()),
                         Err(e) if e.to_string().contains("malformed JSON") => {
-                            let stmt = self
-                                .statement(UNREADABLE, row_type, || rows::upsert_typed_unreadable(&table.name, &table.columns))?;
+                            let stmt = self.statement(UNREADABLE, row_type, || {
+                                rows::upsert_typed_unreadable(&table.name, &table.columns, table.app_triggers)
+                            })?;
                             stmt.execute((id, data)).context(context).map(drop)
                         }
                         Err(e) => Err(OpliteError::sqlite(context, e)),

@@ -14,6 +14,7 @@
 //! | [`model`] | parsing and checking the schema JSON |
 //! | [`quote`] | quoting names from the schema into SQL |
 //! | [`ddl`] | data tables, views, indexes |
+//! | [`data_column`] | the reference's `data` column on typed tables |
 //! | [`triggers`] | INSTEAD OF triggers |
 //! | [`crud`], [`crud_json`] | the upload queue (ps_crud, tx_id) |
 //! | [`installed`] | reading the current schema from sqlite_master |
@@ -28,6 +29,7 @@ pub mod apply;
 pub mod clear;
 pub mod crud;
 pub mod crud_json;
+pub mod data_column;
 mod decode;
 pub mod ddl;
 pub mod hooks;
