@@ -50,17 +50,18 @@ fn upload(pair: &mut Pair, request_id: u32) {
     pair.control("target_checkpoint_request_id", Arg::Text(&request_id.to_string()));
 }
 
-/// The diff triggers the SDK's TriggerManager creates, logging into
-/// `diff_log`.
-fn diff_triggers(table: &str) -> String {
+/// The diff triggers the SDK's TriggerManager creates (TEMP ones unless
+/// it is asked to keep them), logging into `diff_log`.
+fn diff_triggers(table: &str, temp: bool) -> String {
+    let temp = if temp { "TEMP " } else { "" };
     format!(
-        "CREATE TRIGGER \"log_insert_{table}\" AFTER INSERT ON \"{table}\" BEGIN
+        "CREATE {temp}TRIGGER \"log_insert_{table}\" AFTER INSERT ON \"{table}\" BEGIN
            INSERT INTO diff_log(tbl, op, id, new_data, old_data, name) VALUES ('{table}', 'INSERT', NEW.id, NEW.data, NULL, json_extract(NEW.data, '$.name'));
          END;
-         CREATE TRIGGER \"log_update_{table}\" AFTER UPDATE ON \"{table}\" BEGIN
+         CREATE {temp}TRIGGER \"log_update_{table}\" AFTER UPDATE ON \"{table}\" BEGIN
            INSERT INTO diff_log(tbl, op, id, new_data, old_data, name) VALUES ('{table}', 'UPDATE', NEW.id, NEW.data, OLD.data, json_extract(NEW.data, '$.name'));
          END;
-         CREATE TRIGGER \"log_delete_{table}\" AFTER DELETE ON \"{table}\" BEGIN
+         CREATE {temp}TRIGGER \"log_delete_{table}\" AFTER DELETE ON \"{table}\" BEGIN
            INSERT INTO diff_log(tbl, op, id, new_data, old_data, name) VALUES ('{table}', 'DELETE', OLD.id, NULL, OLD.data, json_extract(OLD.data, '$.name'));
          END;"
     )
@@ -87,8 +88,8 @@ fn diff_triggers_see_what_they_see_on_the_reference() {
     pair.replace_schema(&schema(true));
     pair.execute("PRAGMA recursive_triggers = ON");
     pair.execute("CREATE TABLE diff_log(seq INTEGER PRIMARY KEY, tbl, op, id, new_data, old_data, name)");
-    pair.execute(&diff_triggers("ps_data__items"));
-    pair.execute(&diff_triggers("ps_data_local__drafts"));
+    pair.execute(&diff_triggers("ps_data__items", true));
+    pair.execute(&diff_triggers("ps_data_local__drafts", false));
     pair.extra_queries.push(("diff_log".into(), "SELECT * FROM diff_log ORDER BY seq".into()));
     pair.extra_queries.push(("ps_data__items".into(), "SELECT id, data FROM ps_data__items ORDER BY id".into()));
     pair.extra_queries.push(("ps_data_local__drafts".into(), "SELECT id, data FROM ps_data_local__drafts ORDER BY id".into()));

@@ -34,6 +34,9 @@ const PUT_UNTYPED: &str = "INSERT OR REPLACE INTO ps_untyped(type, id, data) VAL
 /// SQL: removes a row of an unknown type.
 const DELETE_UNTYPED: &str = "DELETE FROM ps_untyped WHERE type = ?1 AND id = ?2";
 
+/// SQL: the tables that temporary triggers are on.
+const TEMP_TRIGGER_TABLES: &str = "SELECT tbl_name FROM temp.sqlite_master WHERE type = 'trigger'";
+
 /// Where rows of one synced type go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowTypeKind {
@@ -73,10 +76,14 @@ impl DataTables {
     /// recorded by the last `powersync_replace_schema`.
     pub fn load(db: &Connection) -> Result<DataTables> {
         let installed = Installed::read(db)?;
+        // The SDKs' diff triggers are TEMP triggers on the main table.
+        let mut stmt = db.prepare_cached(TEMP_TRIGGER_TABLES).context("reading temporary triggers")?;
+        let temp_triggers: Vec<String> =
+            stmt.query_map([], |r| r.get(0)).and_then(|rows| rows.collect()).context("reading temporary triggers")?;
         let mut tables = Tables::default();
         for table in installed.data_tables.iter().filter(|t| !t.local) {
-            let app_triggers =
-                installed.objects.iter().any(|o| o.kind == "trigger" && o.table.eq_ignore_ascii_case(&table.name));
+            let app_triggers = installed.objects.iter().any(|o| o.kind == "trigger" && o.table.eq_ignore_ascii_case(&table.name))
+                || temp_triggers.iter().any(|t| t.eq_ignore_ascii_case(&table.name));
             let synced =
                 SyncedTable { name: table.name.clone(), layout: table.layout, columns: table.columns.clone(), app_triggers };
             tables.synced.insert(table.row_type.clone(), synced);

@@ -120,25 +120,31 @@ pub fn add_column<S: AsRef<str>>(db: &Connection, table: &str, columns: &[S]) ->
     run(db, &format!("ALTER TABLE {} ADD COLUMN {}", identifier(table), definition(columns)))
 }
 
-/// Runs `body` with the app's triggers and indexes on `table` dropped,
-/// then creates them again (on the table of the same name `body` leaves).
-/// oplite's own indexes (`<table>__<index>`) are not the app's.
+/// SQL: the triggers and indexes on table ?1, in the main schema and
+/// (triggers the SDKs make) the temporary one.
+const APP_OBJECTS: &str = "SELECT 'main', type, name, sql FROM main.sqlite_master WHERE tbl_name = ?1 COLLATE NOCASE \
+     AND type IN ('trigger', 'index') AND sql IS NOT NULL \
+     UNION ALL SELECT 'temp', type, name, sql FROM temp.sqlite_master WHERE tbl_name = ?1 COLLATE NOCASE \
+     AND type = 'trigger' AND sql IS NOT NULL";
+
+/// Runs `body` with the app's triggers (also TEMP ones) and indexes on
+/// `table` dropped, then creates them again (on the table of the same name
+/// `body` leaves). oplite's own indexes (`<table>__<index>`) are not the
+/// app's.
 pub fn set_aside_app_objects<T>(db: &Connection, table: &str, body: impl FnOnce() -> Result<T>) -> Result<T> {
     let ours = format!("{}__", table.to_lowercase());
-    let mut stmt = db
-        .prepare(
-            "SELECT type, name, sql FROM main.sqlite_master WHERE tbl_name = ?1 COLLATE NOCASE \
-             AND type IN ('trigger', 'index') AND sql IS NOT NULL ORDER BY rowid",
-        )
-        .context("reading the app's triggers")?;
-    let objects: Vec<(String, String, String)> = stmt
-        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    let mut stmt = db.prepare(APP_OBJECTS).context("reading the app's triggers")?;
+    let objects: Vec<(String, String, String, String)> = stmt
+        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .and_then(|rows| rows.collect())
         .context("reading the app's triggers")?;
-    let objects: Vec<_> =
-        objects.into_iter().filter(|(kind, name, _)| kind == "trigger" || !name.to_lowercase().starts_with(&ours)).collect();
-    for (kind, name, _) in &objects {
-        run(db, &format!("DROP {} {}", kind.to_uppercase(), identifier(name)))?;
+    let objects: Vec<_> = objects
+        .into_iter()
+        .filter(|(_, kind, name, _)| kind == "trigger" || !name.to_lowercase().starts_with(&ours))
+        .map(|(schema, kind, name, sql)| (format!("{}.{}", schema, identifier(&name)), kind, sql))
+        .collect();
+    for (name, kind, _) in &objects {
+        run(db, &format!("DROP {} {name}", kind.to_uppercase()))?;
     }
     let value = body()?;
     for (_, _, sql) in &objects {
