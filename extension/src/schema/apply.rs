@@ -19,8 +19,9 @@ use std::sync::Arc;
 
 use rusqlite::{params_from_iter, Connection, Statement};
 
+use super::data_column::SkipDataGuard;
 use super::ddl::Layout;
-use super::installed::Installed;
+use super::installed::{Installed, SchemaObject};
 use super::model::{RawStatement, RawTable};
 use super::raw;
 use super::quote::identifier;
@@ -57,6 +58,9 @@ struct SyncedTable {
     /// reference core writes them (INSERT OR REPLACE), so the triggers see
     /// the same events; otherwise a typed row is updated in place.
     app_triggers: bool,
+    /// The app has triggers or indexes on the data table: something may
+    /// read `data` while the apply writes.
+    observed: bool,
 }
 
 #[derive(Debug, Default)]
@@ -82,10 +86,18 @@ impl DataTables {
             stmt.query_map([], |r| r.get(0)).and_then(|rows| rows.collect()).context("reading temporary triggers")?;
         let mut tables = Tables::default();
         for table in installed.data_tables.iter().filter(|t| !t.local) {
-            let app_triggers = installed.objects.iter().any(|o| o.kind == "trigger" && o.table.eq_ignore_ascii_case(&table.name))
+            let on_table = |o: &&SchemaObject| o.table.eq_ignore_ascii_case(&table.name);
+            let app_triggers = installed.objects.iter().filter(on_table).any(|o| o.kind == "trigger")
                 || temp_triggers.iter().any(|t| t.eq_ignore_ascii_case(&table.name));
-            let synced =
-                SyncedTable { name: table.name.clone(), layout: table.layout, columns: table.columns.clone(), app_triggers };
+            let ours = format!("{}__", table.name.to_lowercase());
+            let app_indexes = installed.data_indexes().filter(on_table).any(|o| !o.name.to_lowercase().starts_with(&ours));
+            let synced = SyncedTable {
+                name: table.name.clone(),
+                layout: table.layout,
+                columns: table.columns.clone(),
+                app_triggers,
+                observed: app_triggers || app_indexes,
+            };
             tables.synced.insert(table.row_type.clone(), synced);
         }
         for raw in load_raw_tables(db)? {
@@ -125,13 +137,17 @@ impl DataTables {
     }
 
     /// A writer with prepared statements, reused for every row of one apply.
+    /// While it lives, typed tables skip rendering `data` on write if
+    /// nothing can read it then ([`SkipDataGuard`]).
     pub fn writer<'c>(&self, db: &'c Connection) -> Result<RowWriter<'c>> {
+        let unobserved = self.inner.raw.is_empty() && !self.inner.synced.values().any(|t| t.observed);
         Ok(RowWriter {
             db,
             tables: self.inner.clone(),
             statements: HashMap::new(),
             raw_statements: HashMap::new(),
             _sync: SyncOperationGuard::enter(db),
+            _skip_data: unobserved.then(|| SkipDataGuard::enter(db)),
         })
     }
 
@@ -165,6 +181,7 @@ pub struct RowWriter<'c> {
     statements: HashMap<(u8, String), Statement<'c>>,
     raw_statements: HashMap<(u8, String), Arc<RawStatement>>,
     _sync: SyncOperationGuard<'c>,
+    _skip_data: Option<SkipDataGuard<'c>>,
 }
 
 /// Statement kinds of a writer, for its cache.

@@ -11,16 +11,76 @@
 //! Objects are concatenated as text rather than merged with `json_patch`,
 //! which would drop undeclared fields whose value is null.
 //!
+//! SQLite computes every generated column, VIRTUAL ones too, for each row
+//! an INSERT or UPDATE writes (a trigger or index might read it), then
+//! throws a VIRTUAL value away: with a plain `json_object` a typed apply
+//! cost about 1.7x. So the expression starts with `oplite_data_skipped()`,
+//! true only while a sync apply writes tables that nothing observes (no app
+//! triggers or indexes on any synced data table, no raw tables: see
+//! [`SkipDataGuard`]); the value computed then is never seen. Everywhere
+//! else, reads included, it is false. The cost: reading `data` needs the
+//! extension (the other columns do not).
+//!
 //! Changing a generated column means dropping and re-adding it, which
 //! SQLite refuses while the app's triggers or indexes refer to it, so
 //! [`set_aside_app_objects`] drops those around the change and recreates
 //! them after.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use rusqlite::types::Value;
 use rusqlite::Connection;
 
 use super::model::{Table, UNDECLARED_COLUMN};
 use super::quote::{identifier, string};
 use crate::error::{OpliteError, Result, SqliteResultExt};
+use crate::sqlite::{client_data, register_function, ClientDataKey, Purity};
+
+/// Counts the [`SkipDataGuard`]s alive on a connection.
+#[derive(Default)]
+struct Skipping {
+    depth: Arc<AtomicUsize>,
+}
+
+static SKIPPING: ClientDataKey<Skipping> = ClientDataKey::new(c"oplite.data_skipped");
+
+/// While alive, writes to typed tables on the connection do not render
+/// `data` (the generated value reads NULL). Only for writes nothing can
+/// observe: the sync apply holds one when no synced data table has the
+/// app's triggers or indexes and there are no raw tables.
+pub struct SkipDataGuard<'c> {
+    flag: &'c Skipping,
+}
+
+impl<'c> SkipDataGuard<'c> {
+    /// Starts skipping on `db`.
+    pub fn enter(db: &'c Connection) -> Self {
+        let flag = client_data(db, &SKIPPING);
+        flag.depth.fetch_add(1, Ordering::SeqCst);
+        SkipDataGuard { flag }
+    }
+}
+
+impl Drop for SkipDataGuard<'_> {
+    fn drop(&mut self) {
+        self.flag.depth.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Registers `oplite_data_skipped()`. Declared deterministic, as generated
+/// columns require: its value only changes between statements of oplite's
+/// own apply, where nothing reads the column.
+pub fn register(db: &Connection) -> Result<()> {
+    let depth = client_data(db, &SKIPPING).depth.clone();
+    register_function(
+        db,
+        "oplite_data_skipped",
+        0,
+        Purity::Deterministic,
+        Box::new(move |_, _| Ok(Value::Integer(i64::from(depth.load(Ordering::SeqCst) > 0)))),
+    )
+}
 
 /// The generated column's name, as in the reference core's layout.
 pub const DATA_COLUMN: &str = "data";
@@ -75,7 +135,8 @@ fn expression<S: AsRef<str>>(columns: &[S]) -> String {
         .collect();
     let open = open.join(" || ',' || ");
     format!(
-        "CASE WHEN {u} IS NULL OR {u} = '{{}}' THEN {open} || '}}' \
+        "CASE WHEN oplite_data_skipped() THEN NULL \
+         WHEN {u} IS NULL OR {u} = '{{}}' THEN {open} || '}}' \
          WHEN NOT json_valid({u}) THEN {u} \
          WHEN json_type({u}) = 'object' THEN {open} || ',' || substr({u}, 2) \
          ELSE {u} END"
@@ -160,7 +221,7 @@ mod tests {
     #[test]
     fn definition_and_recognition() {
         let def = definition(&["a", "b c"]);
-        assert!(def.starts_with("data TEXT GENERATED ALWAYS AS (CASE WHEN ps_undeclared IS NULL"));
+        assert!(def.starts_with("data TEXT GENERATED ALWAYS AS (CASE WHEN oplite_data_skipped() THEN NULL WHEN ps_undeclared IS NULL"));
         assert!(def.contains(r#"rtrim(json_object('a', "a", 'b c', "b c"), '}')"#));
         let sql = format!("CREATE TABLE \"t\"(id TEXT PRIMARY KEY NOT NULL, \"a\", \"b c\", ps_undeclared TEXT, {def})");
         assert!(is_current(Some(&sql), &["a", "b c"]));
@@ -174,6 +235,7 @@ mod tests {
     fn renders_rows_as_json() {
         let columns: Vec<String> = (0..120).map(|i| format!("c{i}")).collect();
         let db = Connection::open_in_memory().unwrap();
+        register(&db).unwrap();
         let names: Vec<String> = columns.iter().map(|c| identifier(c)).collect();
         db.execute_batch(&format!(
             "CREATE TABLE t(id TEXT PRIMARY KEY NOT NULL, {}, ps_undeclared TEXT, {})",
@@ -191,5 +253,11 @@ mod tests {
         assert_eq!(object.keys().last().map(String::as_str), Some("u"));
         assert_eq!((&object["c0"], &object["c1"], &object["c119"], &object["c5"]), (&1.into(), &"x}".into(), &2.5.into(), &serde_json::Value::Null));
         assert_eq!(data("b"), "not json");
+        // Written while skipping: the value is rendered when read.
+        {
+            let _skip = SkipDataGuard::enter(&db);
+            db.execute("INSERT INTO t(id, c0) VALUES ('c', 'x')", []).unwrap();
+        }
+        assert!(data("c").starts_with(r#"{"c0":"x","c1":null"#));
     }
 }

@@ -59,6 +59,7 @@ use crate::sqlite::{register_function, register_scalar, Purity};
 pub fn register(db: &Connection) -> Result<()> {
     crud::register(db)?;
     undeclared::register(db)?;
+    data_column::register(db)?;
     decode::register(db)?;
     decode::register_row(db)?;
     hooks::register(db)?;
