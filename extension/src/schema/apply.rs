@@ -14,7 +14,6 @@
 //! their type go to ps_untyped, as in the reference core.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rusqlite::{params_from_iter, Connection, Statement};
@@ -28,7 +27,7 @@ use super::quote::identifier;
 use super::replace::load_raw_tables;
 use super::rows;
 use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::sqlite::{client_data, ClientDataKey};
+use crate::sqlite::{client_data, ClientDataKey, ScopeCounter, ScopeGuard};
 
 /// SQL: a row of an unknown type.
 const PUT_UNTYPED: &str = "INSERT OR REPLACE INTO ps_untyped(type, id, data) VALUES (?1, ?2, ?3)";
@@ -281,37 +280,21 @@ impl<'c> RowWriter<'c> {
     }
 }
 
-/// Counts the sync operations running on a connection.
-#[derive(Default)]
-pub struct SyncOperation {
-    depth: AtomicUsize,
-}
-
-static SYNC_OPERATION: ClientDataKey<SyncOperation> = ClientDataKey::new(c"oplite.sync_operation");
+static SYNC_OPERATION: ClientDataKey<ScopeCounter> = ClientDataKey::new(c"oplite.sync_operation");
 
 /// While alive, `powersync_in_sync_operation()` returns 1 on the
 /// connection (triggers on data tables can tell sync writes from local
 /// ones). The sync apply holds one for its whole run.
-pub struct SyncOperationGuard<'c> {
-    flag: &'c SyncOperation,
-}
+pub struct SyncOperationGuard<'c>(#[allow(dead_code)] ScopeGuard<'c>);
 
 impl<'c> SyncOperationGuard<'c> {
     /// Enters a sync operation on `db`.
     pub fn enter(db: &'c Connection) -> Self {
-        let flag = client_data(db, &SYNC_OPERATION);
-        flag.depth.fetch_add(1, Ordering::SeqCst);
-        SyncOperationGuard { flag }
-    }
-}
-
-impl Drop for SyncOperationGuard<'_> {
-    fn drop(&mut self) {
-        self.flag.depth.fetch_sub(1, Ordering::SeqCst);
+        SyncOperationGuard(ScopeGuard::enter(db, &SYNC_OPERATION))
     }
 }
 
 /// True while a [`SyncOperationGuard`] is alive on `db`.
 pub fn in_sync_operation(db: &Connection) -> bool {
-    client_data(db, &SYNC_OPERATION).depth.load(Ordering::SeqCst) > 0
+    client_data(db, &SYNC_OPERATION).active()
 }

@@ -26,8 +26,7 @@
 //! [`set_aside_app_objects`] drops those around the change and recreates
 //! them after.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use rusqlite::types::Value;
 use rusqlite::Connection;
@@ -35,36 +34,20 @@ use rusqlite::Connection;
 use super::model::{Table, UNDECLARED_COLUMN};
 use super::quote::{identifier, string};
 use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::sqlite::{client_data, register_function, ClientDataKey, Purity};
+use crate::sqlite::{client_data, register_function, ClientDataKey, Purity, ScopeCounter, ScopeGuard};
 
-/// Counts the [`SkipDataGuard`]s alive on a connection.
-#[derive(Default)]
-struct Skipping {
-    depth: Arc<AtomicUsize>,
-}
-
-static SKIPPING: ClientDataKey<Skipping> = ClientDataKey::new(c"oplite.data_skipped");
+static SKIPPING: ClientDataKey<ScopeCounter> = ClientDataKey::new(c"oplite.data_skipped");
 
 /// While alive, writes to typed tables on the connection do not render
 /// `data` (the generated value reads NULL). Only for writes nothing can
 /// observe: the sync apply holds one when no synced data table has the
 /// app's triggers or indexes and there are no raw tables.
-pub struct SkipDataGuard<'c> {
-    flag: &'c Skipping,
-}
+pub struct SkipDataGuard<'c>(#[allow(dead_code)] ScopeGuard<'c>);
 
 impl<'c> SkipDataGuard<'c> {
     /// Starts skipping on `db`.
     pub fn enter(db: &'c Connection) -> Self {
-        let flag = client_data(db, &SKIPPING);
-        flag.depth.fetch_add(1, Ordering::SeqCst);
-        SkipDataGuard { flag }
-    }
-}
-
-impl Drop for SkipDataGuard<'_> {
-    fn drop(&mut self) {
-        self.flag.depth.fetch_sub(1, Ordering::SeqCst);
+        SkipDataGuard(ScopeGuard::enter(db, &SKIPPING))
     }
 }
 
@@ -72,7 +55,7 @@ impl Drop for SkipDataGuard<'_> {
 /// columns require: its value only changes between statements of oplite's
 /// own apply, where nothing reads the column.
 pub fn register(db: &Connection) -> Result<()> {
-    let depth = client_data(db, &SKIPPING).depth.clone();
+    let depth = client_data(db, &SKIPPING).shared();
     register_function(
         db,
         "oplite_data_skipped",
