@@ -233,7 +233,7 @@ mod tests {
         let object = parsed.as_object().unwrap();
         assert_eq!(object.len(), 121);
         assert_eq!(object.keys().next().map(String::as_str), Some("c0"));
-        assert_eq!(object.keys().last().map(String::as_str), Some("u"));
+        assert_eq!(object.keys().next_back().map(String::as_str), Some("u"));
         assert_eq!((&object["c0"], &object["c1"], &object["c119"], &object["c5"]), (&1.into(), &"x}".into(), &2.5.into(), &serde_json::Value::Null));
         assert_eq!(data("b"), "not json");
         // Written while skipping: the value is rendered when read.
