@@ -6,7 +6,11 @@
 //! for a whole type at once. All of them write the data tables directly, so
 //! nothing is queued for upload, and [`RowWriter`] marks the connection as
 //! inside a sync operation (`powersync_in_sync_operation()` returns 1) while
-//! it lives.
+//! it lives. When the app has triggers on a synced data table, typed rows
+//! are written as the reference core writes them (INSERT OR REPLACE), so
+//! those triggers see the same events; when nothing (no app trigger or
+//! index, no raw table) can read `data` during the apply, the writer lets
+//! typed tables skip rendering it ([`super::data_column`]).
 //!
 //! Where a row goes: a synced table of the schema (typed or JSON layout), a
 //! raw table (its put / delete statements), or ps_untyped for types the
