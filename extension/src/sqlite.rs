@@ -39,7 +39,7 @@ mod row_function;
 mod vtab;
 
 pub use borrowing::{BorrowingStatement, Param};
-pub use connection_data::{client_data, install_change_hooks, ChangeObserver, ClientDataKey};
+pub use connection_data::{client_data, install_change_hooks, ChangeObserver, ClientDataKey, ScopeCounter, ScopeGuard};
 pub use row_function::{register_row_function, RowSource};
 pub use vtab::{register_write_only_table, WriteOnlyTable};
 

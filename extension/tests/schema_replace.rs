@@ -36,7 +36,12 @@ fn typed_tables_keep_values_as_they_arrived() {
     );
     // The view casts, as the reference's view does.
     assert_eq!(rows(&db, "SELECT id, name, n, typeof(n) FROM items"), vec![vec![text("a"), text("x"), Value::Integer(12), text("integer")]]);
-    assert!(schema_dump(&db).iter().any(|s| s.contains(r#"CREATE TABLE "ps_data__items"(id TEXT PRIMARY KEY NOT NULL, "name", "n", ps_undeclared TEXT)"#)));
+    assert!(schema_dump(&db).iter().any(|s| s.contains(
+        r#"CREATE TABLE "ps_data__items"(id TEXT PRIMARY KEY NOT NULL, "name", "n", ps_undeclared TEXT, data TEXT GENERATED ALWAYS AS ("#
+    ) && s.ends_with(") VIRTUAL)")));
+    // The reference's `data` column: declared columns, then the undeclared
+    // fields as they came.
+    assert_eq!(rows(&db, "SELECT data FROM ps_data__items"), vec![vec![text(r#"{"name":"x","n":"12","extra":{"k":[1, 2]}}"#)]]);
 }
 
 #[test]

@@ -6,7 +6,11 @@
 //! for a whole type at once. All of them write the data tables directly, so
 //! nothing is queued for upload, and [`RowWriter`] marks the connection as
 //! inside a sync operation (`powersync_in_sync_operation()` returns 1) while
-//! it lives.
+//! it lives. When the app has triggers on a synced data table, typed rows
+//! are written as the reference core writes them (INSERT OR REPLACE), so
+//! those triggers see the same events; when nothing (no app trigger or
+//! index, no raw table) can read `data` during the apply, the writer lets
+//! typed tables skip rendering it ([`super::data_column`]).
 //!
 //! Where a row goes: a synced table of the schema (typed or JSON layout), a
 //! raw table (its put / delete statements), or ps_untyped for types the
@@ -14,25 +18,28 @@
 //! their type go to ps_untyped, as in the reference core.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rusqlite::{params_from_iter, Connection, Statement};
 
+use super::data_column::SkipDataGuard;
 use super::ddl::Layout;
-use super::installed::Installed;
+use super::installed::{Installed, SchemaObject};
 use super::model::{RawStatement, RawTable};
 use super::raw;
 use super::quote::identifier;
 use super::replace::load_raw_tables;
 use super::rows;
 use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::sqlite::{client_data, ClientDataKey};
+use crate::sqlite::{client_data, ClientDataKey, ScopeCounter, ScopeGuard};
 
 /// SQL: a row of an unknown type.
 const PUT_UNTYPED: &str = "INSERT OR REPLACE INTO ps_untyped(type, id, data) VALUES (?1, ?2, ?3)";
 /// SQL: removes a row of an unknown type.
 const DELETE_UNTYPED: &str = "DELETE FROM ps_untyped WHERE type = ?1 AND id = ?2";
+
+/// SQL: the tables that temporary triggers are on.
+const TEMP_TRIGGER_TABLES: &str = "SELECT tbl_name FROM temp.sqlite_master WHERE type = 'trigger'";
 
 /// Where rows of one synced type go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,11 +52,18 @@ pub enum RowTypeKind {
     Untyped,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct SyncedTable {
     name: String,
     layout: Layout,
     columns: Vec<String>,
+    /// The app has triggers on the data table: rows are written as the
+    /// reference core writes them (INSERT OR REPLACE), so the triggers see
+    /// the same events; otherwise a typed row is updated in place.
+    app_triggers: bool,
+    /// The app has triggers or indexes on the data table: something may
+    /// read `data` while the apply writes.
+    observed: bool,
 }
 
 #[derive(Debug, Default)]
@@ -69,10 +83,25 @@ impl DataTables {
     /// recorded by the last `powersync_replace_schema`.
     pub fn load(db: &Connection) -> Result<DataTables> {
         let installed = Installed::read(db)?;
+        // The SDKs' diff triggers are TEMP triggers on the main table.
+        let mut stmt = db.prepare_cached(TEMP_TRIGGER_TABLES).context("reading temporary triggers")?;
+        let temp_triggers: Vec<String> =
+            stmt.query_map([], |r| r.get(0)).and_then(|rows| rows.collect()).context("reading temporary triggers")?;
         let mut tables = Tables::default();
-        for table in installed.data_tables.into_iter().filter(|t| !t.local) {
-            let synced = SyncedTable { name: table.name, layout: table.layout, columns: table.columns };
-            tables.synced.insert(table.row_type, synced);
+        for table in installed.data_tables.iter().filter(|t| !t.local) {
+            let on_table = |o: &&SchemaObject| o.table.eq_ignore_ascii_case(&table.name);
+            let app_triggers = installed.objects.iter().filter(on_table).any(|o| o.kind == "trigger")
+                || temp_triggers.iter().any(|t| t.eq_ignore_ascii_case(&table.name));
+            let ours = format!("{}__", table.name.to_lowercase());
+            let app_indexes = installed.data_indexes().filter(on_table).any(|o| !o.name.to_lowercase().starts_with(&ours));
+            let synced = SyncedTable {
+                name: table.name.clone(),
+                layout: table.layout,
+                columns: table.columns.clone(),
+                app_triggers,
+                observed: app_triggers || app_indexes,
+            };
+            tables.synced.insert(table.row_type.clone(), synced);
         }
         for raw in load_raw_tables(db)? {
             tables.raw.insert(raw.name.clone(), raw);
@@ -83,12 +112,7 @@ impl DataTables {
     /// The same tables with `raw_tables` (e.g. from the sync stream's
     /// start payload) in place of the recorded raw tables.
     pub fn with_raw_tables(&self, raw_tables: Vec<RawTable>) -> DataTables {
-        let synced = self
-            .inner
-            .synced
-            .iter()
-            .map(|(k, t)| (k.clone(), SyncedTable { name: t.name.clone(), layout: t.layout, columns: t.columns.clone() }))
-            .collect();
+        let synced = self.inner.synced.clone();
         let raw = raw_tables.into_iter().map(|r| (r.name.clone(), r)).collect();
         DataTables { inner: Arc::new(Tables { synced, raw }) }
     }
@@ -104,19 +128,29 @@ impl DataTables {
         }
     }
 
+    /// True if the app has triggers on any synced data table: the apply
+    /// then writes rows as the reference core does, in its order.
+    pub fn app_triggers(&self) -> bool {
+        self.inner.synced.values().any(|t| t.app_triggers)
+    }
+
     /// The synced types that have a data table.
     pub fn table_types(&self) -> impl Iterator<Item = &str> {
         self.inner.synced.keys().map(String::as_str)
     }
 
     /// A writer with prepared statements, reused for every row of one apply.
+    /// While it lives, typed tables skip rendering `data` on write if
+    /// nothing can read it then ([`SkipDataGuard`]).
     pub fn writer<'c>(&self, db: &'c Connection) -> Result<RowWriter<'c>> {
+        let unobserved = self.inner.raw.is_empty() && !self.inner.synced.values().any(|t| t.observed);
         Ok(RowWriter {
             db,
             tables: self.inner.clone(),
             statements: HashMap::new(),
             raw_statements: HashMap::new(),
             _sync: SyncOperationGuard::enter(db),
+            _skip_data: unobserved.then(|| SkipDataGuard::enter(db)),
         })
     }
 
@@ -128,7 +162,7 @@ impl DataTables {
     pub fn upsert_from_select_sql(&self, row_type: &str, source: &str) -> Option<String> {
         let table = self.inner.synced.get(row_type)?;
         Some(match table.layout {
-            Layout::Typed => rows::upsert_typed_from_select(&table.name, &table.columns, source),
+            Layout::Typed => rows::upsert_typed_from_select(&table.name, &table.columns, source, table.app_triggers),
             Layout::Json => rows::upsert_json_from_select(&table.name, source),
         })
     }
@@ -150,6 +184,7 @@ pub struct RowWriter<'c> {
     statements: HashMap<(u8, String), Statement<'c>>,
     raw_statements: HashMap<(u8, String), Arc<RawStatement>>,
     _sync: SyncOperationGuard<'c>,
+    _skip_data: Option<SkipDataGuard<'c>>,
 }
 
 /// Statement kinds of a writer, for its cache.
@@ -181,12 +216,15 @@ impl<'c> RowWriter<'c> {
                     stmt.execute((id, data)).context(context).map(drop)
                 }
                 Layout::Typed => {
-                    let stmt = self.statement(PUT, row_type, || rows::upsert_typed_row(&table.name, &table.columns))?;
+                    let stmt = self.statement(PUT, row_type, || {
+                        rows::upsert_typed_row(&table.name, &table.columns, table.app_triggers)
+                    })?;
                     match stmt.execute((id, data)) {
                         Ok(_) => Ok(()),
                         Err(e) if e.to_string().contains("malformed JSON") => {
-                            let stmt = self
-                                .statement(UNREADABLE, row_type, || rows::upsert_typed_unreadable(&table.name, &table.columns))?;
+                            let stmt = self.statement(UNREADABLE, row_type, || {
+                                rows::upsert_typed_unreadable(&table.name, &table.columns, table.app_triggers)
+                            })?;
                             stmt.execute((id, data)).context(context).map(drop)
                         }
                         Err(e) => Err(OpliteError::sqlite(context, e)),
@@ -246,37 +284,21 @@ impl<'c> RowWriter<'c> {
     }
 }
 
-/// Counts the sync operations running on a connection.
-#[derive(Default)]
-pub struct SyncOperation {
-    depth: AtomicUsize,
-}
-
-static SYNC_OPERATION: ClientDataKey<SyncOperation> = ClientDataKey::new(c"oplite.sync_operation");
+static SYNC_OPERATION: ClientDataKey<ScopeCounter> = ClientDataKey::new(c"oplite.sync_operation");
 
 /// While alive, `powersync_in_sync_operation()` returns 1 on the
 /// connection (triggers on data tables can tell sync writes from local
 /// ones). The sync apply holds one for its whole run.
-pub struct SyncOperationGuard<'c> {
-    flag: &'c SyncOperation,
-}
+pub struct SyncOperationGuard<'c>(#[allow(dead_code)] ScopeGuard<'c>);
 
 impl<'c> SyncOperationGuard<'c> {
     /// Enters a sync operation on `db`.
     pub fn enter(db: &'c Connection) -> Self {
-        let flag = client_data(db, &SYNC_OPERATION);
-        flag.depth.fetch_add(1, Ordering::SeqCst);
-        SyncOperationGuard { flag }
-    }
-}
-
-impl Drop for SyncOperationGuard<'_> {
-    fn drop(&mut self) {
-        self.flag.depth.fetch_sub(1, Ordering::SeqCst);
+        SyncOperationGuard(ScopeGuard::enter(db, &SYNC_OPERATION))
     }
 }
 
 /// True while a [`SyncOperationGuard`] is alive on `db`.
 pub fn in_sync_operation(db: &Connection) -> bool {
-    client_data(db, &SYNC_OPERATION).depth.load(Ordering::SeqCst) > 0
+    client_data(db, &SYNC_OPERATION).active()
 }

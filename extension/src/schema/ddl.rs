@@ -3,7 +3,8 @@
 //! Typed storage (the default): one column per schema column, declared
 //! without a type so a value keeps the storage class it arrived with, plus
 //! [`UNDECLARED_COLUMN`] holding server fields the schema does not declare
-//! (JSON text, NULL when there are none). The view casts each column to its
+//! (JSON text, NULL when there are none), and the reference's `data` as a
+//! VIRTUAL generated column ([`super::data_column`]). The view casts each column to its
 //! schema type, a cheap opcode on a native value; the indexes are on the
 //! same `CAST(column AS type)` expressions, so a query on the view can use
 //! them.
@@ -14,6 +15,7 @@
 //! Every generated statement is deterministic: `powersync_replace_schema`
 //! compares it with `sqlite_master.sql` to decide whether anything changed.
 
+use super::data_column;
 use super::model::{Column, Table, UNDECLARED_COLUMN};
 use super::quote::{identifier, json_path};
 
@@ -59,7 +61,8 @@ pub fn create_data_table(name: &str, layout: Layout, columns: &[Column]) -> Stri
                 sql.push_str(", ");
                 sql.push_str(&identifier(&column.name));
             }
-            sql.push_str(&format!(", {UNDECLARED_COLUMN} TEXT)"));
+            let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+            sql.push_str(&format!(", {UNDECLARED_COLUMN} TEXT, {})", data_column::definition(&names)));
             sql
         }
     }
@@ -143,7 +146,10 @@ mod tests {
         );
         assert_eq!(
             create_data_table(&data_table_name(&t), layout(&t), &t.columns),
-            r#"CREATE TABLE "ps_data__t"(id TEXT PRIMARY KEY NOT NULL, "a", "b", ps_undeclared TEXT)"#
+            format!(
+                r#"CREATE TABLE "ps_data__t"(id TEXT PRIMARY KEY NOT NULL, "a", "b", ps_undeclared TEXT, {})"#,
+                data_column::definition(&["a", "b"])
+            )
         );
         assert_eq!(
             create_view(&t),

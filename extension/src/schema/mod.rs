@@ -14,6 +14,7 @@
 //! | [`model`] | parsing and checking the schema JSON |
 //! | [`quote`] | quoting names from the schema into SQL |
 //! | [`ddl`] | data tables, views, indexes |
+//! | [`data_column`] | the reference's `data` column on typed tables |
 //! | [`triggers`] | INSTEAD OF triggers |
 //! | [`crud`], [`crud_json`] | the upload queue (ps_crud, tx_id) |
 //! | [`installed`] | reading the current schema from sqlite_master |
@@ -28,6 +29,7 @@ pub mod apply;
 pub mod clear;
 pub mod crud;
 pub mod crud_json;
+pub mod data_column;
 mod decode;
 pub mod ddl;
 pub mod hooks;
@@ -57,6 +59,7 @@ use crate::sqlite::{register_function, register_scalar, Purity};
 pub fn register(db: &Connection) -> Result<()> {
     crud::register(db)?;
     undeclared::register(db)?;
+    data_column::register(db)?;
     decode::register(db)?;
     decode::register_row(db)?;
     hooks::register(db)?;

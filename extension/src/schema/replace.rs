@@ -21,6 +21,7 @@
 
 use rusqlite::Connection;
 
+use super::data_column;
 use super::ddl::{self, Layout};
 use super::installed::{DataTable, Installed};
 use super::model::{RawTable, Schema, Table, UNDECLARED_COLUMN};
@@ -31,7 +32,8 @@ use crate::error::{OpliteError, Result, SqliteResultExt};
 
 /// Applies `json` as the app's schema.
 pub fn replace_schema(db: &Connection, json: &str) -> Result<()> {
-    let schema = Schema::parse(json)?;
+    let mut schema = Schema::parse(json)?;
+    data_column::settle_layouts(&mut schema.tables, column_limit(db));
     with_savepoint(db, || {
         // As in the reference core, which the SDKs rely on: they call
         // powersync_replace_schema without powersync_init, on a new database
@@ -39,6 +41,14 @@ pub fn replace_schema(db: &Connection, json: &str) -> Result<()> {
         crate::client_id::powersync_init(db)?;
         apply(db, &schema)
     })
+}
+
+/// The connection's `SQLITE_LIMIT_COLUMN`.
+fn column_limit(db: &Connection) -> usize {
+    // SAFETY: `db.handle()` is a live connection; a negative value only
+    // reads the limit.
+    let limit = unsafe { rusqlite::ffi::sqlite3_limit(db.handle(), rusqlite::ffi::SQLITE_LIMIT_COLUMN, -1) };
+    usize::try_from(limit).unwrap_or(0)
 }
 
 /// Runs `body` in a savepoint, rolled back if it fails.
@@ -278,7 +288,9 @@ fn create_data_table(db: &Connection, d: &Desired<'_>) -> Result<()> {
         let source = untyped_rows(&d.table.name);
         let fill = match d.layout {
             Layout::Json => rows::upsert_json_from_select(&d.data_table, &source),
-            Layout::Typed => rows::upsert_typed_from_select(&d.data_table, &d.column_names(), &format!("{source} AND json_valid(data)")),
+            Layout::Typed => {
+                rows::upsert_typed_from_select(&d.data_table, &d.column_names(), &format!("{source} AND json_valid(data)"), false)
+            }
         };
         run(db, &fill)?;
         if d.layout == Layout::Typed {
@@ -305,8 +317,21 @@ fn update_data_table(db: &Connection, existing: &DataTable, d: &Desired<'_>) -> 
     }
     match (existing.layout, d.layout) {
         (Layout::Json, Layout::Json) => Ok(()),
-        (Layout::Typed, Layout::Typed) => change_columns(db, existing, d),
-        (from, _) => rebuild(db, from, existing, d),
+        (Layout::Typed, Layout::Typed) => {
+            let wanted = d.column_names();
+            let same_columns = existing.columns.len() == wanted.len() && existing.columns.iter().all(|c| wanted.contains(c));
+            if same_columns && data_column::is_current(data_column::table_sql(db, &d.data_table)?.as_deref(), &wanted) {
+                return Ok(());
+            }
+            // The generated `data` column reads the columns: it goes first
+            // and comes back last, for the new columns.
+            data_column::set_aside_app_objects(db, &d.data_table, || {
+                data_column::drop_column(db, &d.data_table)?;
+                change_columns(db, existing, d)?;
+                data_column::add_column(db, &d.data_table, &wanted)
+            })
+        }
+        (from, _) => data_column::set_aside_app_objects(db, &d.data_table, || rebuild(db, from, existing, d)),
     }
 }
 
@@ -339,8 +364,9 @@ fn change_columns(db: &Connection, existing: &DataTable, d: &Desired<'_>) -> Res
                 .collect();
             target = format!("json_set({target}, {})", pairs.join(", "));
         }
-        let any: Vec<String> = removed.iter().map(|c| format!("{} IS NOT NULL", identifier(c))).collect();
-        run(db, &format!("UPDATE {table} SET {UNDECLARED_COLUMN} = {target} WHERE {}", any.join(" OR ")))?;
+        // Every row, NULLs too: `data` keeps showing the key as `null`, as
+        // the reference's text of a local write does.
+        run(db, &format!("UPDATE {table} SET {UNDECLARED_COLUMN} = {target}"))?;
         for column in &removed {
             run(db, &format!("ALTER TABLE {table} DROP COLUMN {}", identifier(column)))?;
         }
@@ -373,7 +399,8 @@ fn rebuild(db: &Connection, from: Layout, existing: &DataTable, d: &Desired<'_>)
     match from {
         Layout::Json => {
             let source = format!("SELECT id, data FROM {old} WHERE data IS NOT NULL");
-            run(db, &rows::upsert_typed_from_select(&temporary, &d.column_names(), &format!("{source} AND json_valid(data)")))?;
+            let fill = rows::upsert_typed_from_select(&temporary, &d.column_names(), &format!("{source} AND json_valid(data)"), false);
+            run(db, &fill)?;
             run(
                 db,
                 &format!(

@@ -72,28 +72,39 @@ fn keys_literal(columns: &[String]) -> String {
 /// One `oplite_field` call per column: for a single row, opening a cursor
 /// of `oplite_row` per execution costs more than the calls (200k rows one
 /// at a time: 563 ms against 421 ms).
-pub fn upsert_typed_row(table: &str, columns: &[String]) -> String {
+pub fn upsert_typed_row(table: &str, columns: &[String], replace: bool) -> String {
     let keys = keys_literal(columns);
     let (names, values, sets) = typed_parts(columns, "?1", |i| format!("oplite_field(?2, {keys}, {i})"));
-    format!("INSERT INTO {}({names}) VALUES ({values}) ON CONFLICT(id) DO UPDATE SET {sets}", identifier(table))
+    upsert(&identifier(table), &names, &format!("VALUES ({values})"), &sets, replace)
+}
+
+/// `INSERT INTO table(names) source` that updates a row with the same id:
+/// in place (ON CONFLICT DO UPDATE), or, with `replace`, as the reference
+/// core writes synced rows, INSERT OR REPLACE, so the app's triggers on the
+/// data table see a DELETE (under `recursive_triggers`) and an INSERT.
+fn upsert(table: &str, names: &str, source: &str, sets: &str, replace: bool) -> String {
+    if replace {
+        format!("INSERT OR REPLACE INTO {table}({names}) {source}")
+    } else {
+        // `WHERE true` tells SQLite's parser a SELECT's ON belongs to the
+        // upsert, not a join.
+        let filter = if source.starts_with("SELECT") { " WHERE true" } else { "" };
+        format!("INSERT INTO {table}({names}) {source}{filter} ON CONFLICT(id) DO UPDATE SET {sets}")
+    }
 }
 
 /// Upserts every row of `source` (a SELECT yielding `id` and `data`) into a
 /// typed table.
-pub fn upsert_typed_from_select(table: &str, columns: &[String], source: &str) -> String {
+pub fn upsert_typed_from_select(table: &str, columns: &[String], source: &str, replace: bool) -> String {
     let table = identifier(table);
     let keys = keys_literal(columns);
     if columns.len() > ROW_KEYS {
         let (names, values, sets) = typed_parts(columns, "id", |i| format!("oplite_field(data, {keys}, {i})"));
-        return format!(
-            "INSERT INTO {table}({names}) SELECT {values} FROM ({source}) WHERE true ON CONFLICT(id) DO UPDATE SET {sets}"
-        );
+        return upsert(&table, &names, &format!("SELECT {values} FROM ({source})"), &sets, replace);
     }
     let (names, values, sets) = typed_parts(columns, "s.id", |i| format!("d.v{i}"));
-    format!(
-        "INSERT INTO {table}({names}) SELECT {values} FROM ({source}) AS s, oplite_row(s.data, {keys}) AS d \
-         WHERE true ON CONFLICT(id) DO UPDATE SET {sets}"
-    )
+    let select = format!("SELECT {values} FROM ({source}) AS s, oplite_row(s.data, {keys}) AS d");
+    upsert(&table, &names, &select, &sets, replace)
 }
 
 /// Upserts one row into a JSON-layout table: `?1` the id, `?2` the data.
@@ -108,7 +119,7 @@ pub fn upsert_json_from_select(table: &str, source: &str) -> String {
 
 /// Stores a row whose data is not a JSON text SQLite can read: no column
 /// values, the text kept in [`UNDECLARED_COLUMN`] as it came.
-pub fn upsert_typed_unreadable(table: &str, columns: &[String]) -> String {
+pub fn upsert_typed_unreadable(table: &str, columns: &[String], replace: bool) -> String {
     let mut names = vec!["id".to_owned()];
     let mut values = vec!["?1".to_owned()];
     let mut sets = Vec::new();
@@ -120,13 +131,7 @@ pub fn upsert_typed_unreadable(table: &str, columns: &[String]) -> String {
     names.push(UNDECLARED_COLUMN.into());
     values.push("?2".into());
     sets.push(format!("{UNDECLARED_COLUMN} = ?2"));
-    format!(
-        "INSERT INTO {}({}) VALUES ({}) ON CONFLICT(id) DO UPDATE SET {}",
-        identifier(table),
-        names.join(", "),
-        values.join(", "),
-        sets.join(", ")
-    )
+    upsert(&identifier(table), &names.join(", "), &format!("VALUES ({})", values.join(", ")), &sets.join(", "), replace)
 }
 
 /// The JSON text of a typed row: `(key, column)` pairs rendered with
@@ -160,14 +165,14 @@ mod tests {
     #[test]
     fn typed_upsert() {
         assert_eq!(
-            upsert_typed_row("ps_data__t", &["a".into(), "b c".into()]),
+            upsert_typed_row("ps_data__t", &["a".into(), "b c".into()], false),
             "INSERT INTO \"ps_data__t\"(id, \"a\", \"b c\", ps_undeclared) VALUES (?1, oplite_field(?2, '[\"a\",\"b c\"]', 0), \
              oplite_field(?2, '[\"a\",\"b c\"]', 1), oplite_field(?2, '[\"a\",\"b c\"]', 2)) \
              ON CONFLICT(id) DO UPDATE SET \"a\" = excluded.\"a\", \"b c\" = excluded.\"b c\", ps_undeclared = excluded.ps_undeclared"
         );
-        assert!(upsert_typed_from_select("t", &[], "SELECT 1").contains("SELECT s.id, d.v0 FROM (SELECT 1) AS s, oplite_row(s.data, '[]') AS d"));
+        assert!(upsert_typed_from_select("t", &[], "SELECT 1", false).contains("SELECT s.id, d.v0 FROM (SELECT 1) AS s, oplite_row(s.data, '[]') AS d"));
         let wide: Vec<String> = (0..=ROW_KEYS).map(|i| format!("c{i}")).collect();
-        let sql = upsert_typed_from_select("t", &wide, "SELECT 1");
+        let sql = upsert_typed_from_select("t", &wide, "SELECT 1", false);
         assert!(sql.contains(&format!("oplite_field(data, {}, {})", string(&serde_json::to_string(&wide).unwrap()), ROW_KEYS + 1)));
         assert!(!sql.contains("oplite_row"));
     }
@@ -179,7 +184,7 @@ mod tests {
         db.execute_batch(r#"CREATE TABLE t(id TEXT PRIMARY KEY NOT NULL, "a", "b.c", ps_undeclared TEXT)"#).unwrap();
         crate::schema::register(&db).unwrap();
         let cols = vec!["a".to_owned(), "b.c".to_owned()];
-        let sql = upsert_typed_row("t", &cols);
+        let sql = upsert_typed_row("t", &cols, false);
         db.execute(&sql, ["1", r#"{"a":1.0,"b.c":[1, 2],"x":{"y":null},"z":"s"}"#]).unwrap();
         db.execute(&sql, ["2", r#"{"a":"text"}"#]).unwrap();
         let row: (String, String, String, Option<String>) = db

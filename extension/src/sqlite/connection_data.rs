@@ -18,6 +18,8 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use rusqlite::ffi;
 use rusqlite::Connection;
@@ -33,6 +35,45 @@ impl<T> ClientDataKey<T> {
     /// A key stored under `name` (by convention `oplite.<what>`).
     pub const fn new(name: &'static CStr) -> Self {
         ClientDataKey { name, _type: PhantomData }
+    }
+}
+
+/// How many scopes of one kind (e.g. "inside a sync operation") are open
+/// on a connection; kept as client data under a [`ClientDataKey`].
+#[derive(Default)]
+pub struct ScopeCounter {
+    depth: Arc<AtomicUsize>,
+}
+
+impl ScopeCounter {
+    /// True while a [`ScopeGuard`] of this kind is alive.
+    pub fn active(&self) -> bool {
+        self.depth.load(Ordering::SeqCst) > 0
+    }
+
+    /// The counter itself, for a function registered on the connection.
+    pub fn shared(&self) -> Arc<AtomicUsize> {
+        self.depth.clone()
+    }
+}
+
+/// Keeps one scope of `key`'s kind open on a connection while it lives.
+pub struct ScopeGuard<'c> {
+    counter: &'c ScopeCounter,
+}
+
+impl<'c> ScopeGuard<'c> {
+    /// Opens a scope on `db`.
+    pub fn enter(db: &'c Connection, key: &ClientDataKey<ScopeCounter>) -> Self {
+        let counter = client_data(db, key);
+        counter.depth.fetch_add(1, Ordering::SeqCst);
+        ScopeGuard { counter }
+    }
+}
+
+impl Drop for ScopeGuard<'_> {
+    fn drop(&mut self) {
+        self.counter.depth.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -12,6 +12,8 @@ mod from_scratch;
 mod sink;
 pub mod strategy;
 
+use std::collections::BTreeMap;
+
 use rusqlite::{Connection, Row};
 
 use crate::error::{Result, SqliteResultExt};
@@ -111,8 +113,16 @@ pub fn scope_stats(db: &Connection, scope: &Scope) -> Result<ScopeStats> {
 pub fn apply(db: &Connection, scope: &Scope, setting: Setting, raw_tables: Option<&[RawTable]>) -> Result<ApplyReport> {
     const CONTEXT: &str = "applying a checkpoint (sync_local)";
     let stats = scope_stats(db, scope)?;
-    let decision = strategy::choose(setting, &stats);
-    let mut write = RowWriter { sink: RowSink::new(db, raw_tables)?, rows_put: 0, rows_deleted: 0 };
+    let mut decision = strategy::choose(setting, &stats);
+    let sink = RowSink::new(db, raw_tables)?;
+    // The app's triggers on data tables see the reference's events: each
+    // row once, ordered by type and id (see `RowWriter::in_order`).
+    let in_order = sink.app_triggers().then(BTreeMap::new);
+    if in_order.is_some() && decision.strategy == Strategy::FromScratch {
+        decision.strategy = Strategy::Incremental;
+        decision.reason.push_str("; incremental in row order for the app's triggers on data tables");
+    }
+    let mut write = RowWriter { sink, rows_put: 0, rows_deleted: 0, in_order };
     match decision.strategy {
         Strategy::Incremental => {
             let mut stmt = db.prepare(if *scope == Scope::Full { INCREMENTAL } else { INCREMENTAL_BUCKETS })
@@ -140,11 +150,13 @@ pub fn apply(db: &Connection, scope: &Scope, setting: Setting, raw_tables: Optio
                     write.row(row)?;
                 }
             }
+            write.flush()?;
             db.execute("DELETE FROM ps_updated_rows", []).context(CONTEXT)?;
             db.execute("UPDATE OR FAIL ps_buckets SET oplite_pending_ops = 0 WHERE oplite_pending_ops != 0", [])
                 .context(CONTEXT)?;
         }
         Scope::Buckets(_) => {
+            write.flush()?;
             db.execute(
                 "UPDATE OR FAIL ps_buckets SET oplite_pending_ops = 0
                   WHERE id = (SELECT value FROM json_each(?1) WHERE value = ps_buckets.id)",
@@ -161,6 +173,10 @@ struct RowWriter<'c> {
     sink: RowSink<'c>,
     rows_put: u64,
     rows_deleted: u64,
+    /// When the app has triggers on data tables: the rows of both passes,
+    /// written once each by [`RowWriter::flush`] in (type, id) order, as the
+    /// reference core's single grouped query writes them.
+    in_order: Option<BTreeMap<(String, String), Option<String>>>,
 }
 
 impl<'c> RowWriter<'c> {
@@ -168,13 +184,32 @@ impl<'c> RowWriter<'c> {
         const CONTEXT: &str = "applying a checkpoint (sync_local)";
         let row_type: String = row.get(0).context(CONTEXT)?;
         let row_id: String = row.get(1).context(CONTEXT)?;
-        match row.get::<_, Option<String>>(2).context(CONTEXT)? {
+        let data = row.get::<_, Option<String>>(2).context(CONTEXT)?;
+        match &mut self.in_order {
+            Some(rows) => {
+                rows.insert((row_type, row_id), data);
+                Ok(())
+            }
+            None => self.write(&row_type, &row_id, data),
+        }
+    }
+
+    /// Writes the rows held for ordering.
+    fn flush(&mut self) -> Result<()> {
+        for ((row_type, row_id), data) in self.in_order.take().unwrap_or_default() {
+            self.write(&row_type, &row_id, data)?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, row_type: &str, row_id: &str, data: Option<String>) -> Result<()> {
+        match data {
             Some(data) => {
-                self.sink.put(&row_type, &row_id, &data)?;
+                self.sink.put(row_type, row_id, &data)?;
                 self.rows_put += 1;
             }
             None => {
-                self.sink.delete(&row_type, &row_id)?;
+                self.sink.delete(row_type, row_id)?;
                 self.rows_deleted += 1;
             }
         }

@@ -52,6 +52,11 @@ impl<'c> RowSink<'c> {
         }
     }
 
+    /// True if the app has triggers on a synced data table.
+    pub fn app_triggers(&self) -> bool {
+        self.tables.app_triggers()
+    }
+
     /// Makes the row hold `data`.
     pub fn put(&mut self, row_type: &str, id: &str, data: &str) -> Result<()> {
         self.writer.put(row_type, id, data)
