@@ -19,6 +19,7 @@ pub mod data_line;
 pub mod instruction;
 pub mod line;
 pub mod payload;
+pub mod progress;
 pub mod requests;
 pub mod status;
 pub mod storage;
