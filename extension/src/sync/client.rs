@@ -697,15 +697,26 @@ fn mark_applied(db: &Connection, checkpoint: &TargetCheckpoint) -> Result<()> {
     const CONTEXT: &str = "recording the applied checkpoint";
     // OR FAIL: multi-row updates then need no statement journal, which
     // spills to a temporary file past 64 KiB (seen with 1000 buckets).
-    db.execute("UPDATE OR FAIL ps_buckets SET last_applied_op = last_op WHERE last_applied_op != last_op", [])
-        .context(CONTEXT)?;
+    // Each moves last_applied_op and recounts the ops above it (the
+    // strategy stats, see sync_local::pending_ops_above).
+    db.execute(
+        &format!(
+            "UPDATE OR FAIL ps_buckets SET last_applied_op = last_op, oplite_pending_ops = {}
+              WHERE last_applied_op != last_op",
+            sync_local::pending_ops_above("ps_buckets.last_op")
+        ),
+        [],
+    )
+    .context(CONTEXT)?;
     let mut update = db
-        .prepare(
+        .prepare(&format!(
             "UPDATE ps_buckets SET last_applied_op = ?2, last_op = ?2,
                count_at_last = ifnull(?3, count_at_last),
-               count_since_last = CASE WHEN ?3 IS NULL THEN count_since_last ELSE 0 END
+               count_since_last = CASE WHEN ?3 IS NULL THEN count_since_last ELSE 0 END,
+               oplite_pending_ops = {}
              WHERE name = ?1",
-        )
+            sync_local::pending_ops_above("?2")
+        ))
         .context(CONTEXT)?;
     for bucket in &checkpoint.buckets {
         update.execute(rusqlite::params![&*bucket.bucket, checkpoint.last_op_id, bucket.count]).context(CONTEXT)?;

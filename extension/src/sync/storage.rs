@@ -187,12 +187,15 @@ pub fn bucket_ids(db: &Connection, names: &[&str]) -> Result<Vec<i64>> {
     Ok(ids)
 }
 
-/// Records that buckets applied a partial checkpoint at `op_id`. Counters
-/// are left for the full apply.
+/// Records that buckets applied a partial checkpoint at `op_id`, with the
+/// ops left above it (sync_local's stats). Progress counters are left for
+/// the full apply.
 pub fn mark_buckets_applied(db: &Connection, ids: &[i64], op_id: i64) -> Result<()> {
-    let mut stmt = db
-        .prepare("UPDATE ps_buckets SET last_applied_op = ?2, last_op = ?2 WHERE id = ?1")
-        .context("recording a partial apply")?;
+    let sql = format!(
+        "UPDATE ps_buckets SET last_applied_op = ?2, last_op = ?2, oplite_pending_ops = {} WHERE id = ?1",
+        crate::sync_local::pending_ops_above("?2")
+    );
+    let mut stmt = db.prepare(&sql).context("recording a partial apply")?;
     for id in ids {
         stmt.execute(params![id, op_id]).context("recording a partial apply")?;
     }
