@@ -601,12 +601,14 @@ impl Iteration {
         // A validated checkpoint moves every bucket to its op id, applied or
         // not: the next request resumes from there. A retry records it
         // again, as the reference does (a local write may have cleared it).
-        let names: Vec<&str> = checkpoint.buckets.iter().map(|b| &*b.bucket).collect();
-        storage::set_last_op(db, &names, checkpoint.last_op_id)?;
+        // When the checkpoint is applied, mark_applied records it with the
+        // rest of the bucket bookkeeping.
         if let Some(wc) = checkpoint.write_checkpoint {
             storage::set_kv_int(db, LAST_SEEN_KEY, wc)?;
         }
         if !Self::local_data_allows(db)? {
+            let names: Vec<&str> = checkpoint.buckets.iter().map(|b| &*b.bucket).collect();
+            storage::set_last_op(db, &names, checkpoint.last_op_id)?;
             match kind {
                 CompletionKind::Line => {
                     self.pending_apply = true;
@@ -671,9 +673,11 @@ impl Iteration {
         let checkpoint = self.checkpoint.as_ref().expect("partial completion without checkpoint");
         let names: Vec<&str> =
             checkpoint.buckets.iter().filter(|b| b.priority() <= priority).map(|b| &*b.bucket).collect();
-        storage::set_last_op(db, &names, checkpoint.last_op_id)?;
-        // Priority 0 may be applied while uploads are pending; others wait.
+        // Priority 0 may be applied while uploads are pending; others wait
+        // (with their buckets at the checkpoint's op id; an apply records
+        // that in mark_buckets_applied).
         if priority > 0 && !Self::local_data_allows(db)? {
+            storage::set_last_op(db, &names, checkpoint.last_op_id)?;
             return Ok(true);
         }
         let ids = storage::bucket_ids(db, &names)?;
@@ -695,19 +699,10 @@ impl Iteration {
 /// bucket's progress, see `set_checkpoint`).
 fn mark_applied(db: &Connection, checkpoint: &TargetCheckpoint) -> Result<()> {
     const CONTEXT: &str = "recording the applied checkpoint";
-    // OR FAIL: multi-row updates then need no statement journal, which
-    // spills to a temporary file past 64 KiB (seen with 1000 buckets).
-    // Each moves last_applied_op and recounts the ops above it (the
-    // strategy stats, see sync_local::pending_ops_above).
-    db.execute(
-        &format!(
-            "UPDATE OR FAIL ps_buckets SET last_applied_op = last_op, oplite_pending_ops = {}
-              WHERE last_applied_op != last_op",
-            sync_local::pending_ops_above("ps_buckets.last_op")
-        ),
-        [],
-    )
-    .context(CONTEXT)?;
+    // Each statement moves last_applied_op and recounts the ops above it
+    // (the strategy stats, see sync_local::pending_ops_above). The
+    // checkpoint's buckets first, so that the second statement finds only
+    // buckets the checkpoint does not name (usually none).
     let mut update = db
         .prepare(&format!(
             "UPDATE ps_buckets SET last_applied_op = ?2, last_op = ?2,
@@ -721,6 +716,17 @@ fn mark_applied(db: &Connection, checkpoint: &TargetCheckpoint) -> Result<()> {
     for bucket in &checkpoint.buckets {
         update.execute(rusqlite::params![&*bucket.bucket, checkpoint.last_op_id, bucket.count]).context(CONTEXT)?;
     }
+    // OR FAIL: multi-row updates then need no statement journal, which
+    // spills to a temporary file past 64 KiB (seen with 1000 buckets).
+    db.execute(
+        &format!(
+            "UPDATE OR FAIL ps_buckets SET last_applied_op = last_op, oplite_pending_ops = {}
+              WHERE last_applied_op != last_op",
+            sync_local::pending_ops_above("ps_buckets.last_op")
+        ),
+        [],
+    )
+    .context(CONTEXT)?;
     Ok(())
 }
 

@@ -86,16 +86,19 @@ impl ApplyReport {
     }
 }
 
-/// SQL, an expression over a `ps_buckets` row: how many of the bucket's
-/// ops the incremental walk visits once its `last_applied_op` is
-/// `new_last_applied` (an SQL expression), those above it; one seek of
-/// `ps_oplog_opid` when there are none, as after an apply. The strategy
-/// stats (`oplite_pending_ops`) equal this for every bucket: storing keeps
-/// them op by op, and whatever sets `last_applied_op` sets them from this.
+/// SQL, an expression over a `ps_buckets` row in an UPDATE's SET: how many
+/// of the bucket's ops the incremental walk visits once its
+/// `last_applied_op` is `new_last_applied` (an SQL expression), those above
+/// it. The strategy stats (`oplite_pending_ops`) equal this for every
+/// bucket: storing keeps them op by op, and whatever sets `last_applied_op`
+/// sets them from this. A bucket with no op above its old `last_applied_op`
+/// has none above a higher one, so most buckets need no count at all; the
+/// others take one seek of `ps_oplog_opid` plus a step per op left above.
 pub fn pending_ops_above(new_last_applied: &str) -> String {
     format!(
-        "(SELECT count(*) FROM ps_oplog INDEXED BY ps_oplog_opid
-           WHERE ps_oplog.bucket = ps_buckets.id AND ps_oplog.op_id > {new_last_applied})"
+        "CASE WHEN ps_buckets.oplite_pending_ops = 0 AND {new_last_applied} >= ps_buckets.last_applied_op THEN 0
+         ELSE (SELECT count(*) FROM ps_oplog INDEXED BY ps_oplog_opid
+                WHERE ps_oplog.bucket = ps_buckets.id AND ps_oplog.op_id > {new_last_applied}) END"
     )
 }
 
@@ -145,7 +148,11 @@ pub fn apply(db: &Connection, scope: &Scope, setting: Setting, raw_tables: Optio
             write.count(put, deleted);
         }
     }
-    if *scope == Scope::Full {
+    // A full apply also writes the rows marked in ps_updated_rows, usually
+    // none: a one-op apply then skips preparing that query (measured with
+    // callgrind, 1M-row single_op bench: see docs/benchmarks.md).
+    let any_updated = || db.query_row("SELECT EXISTS(SELECT 1 FROM ps_updated_rows)", [], |r| r.get::<_, bool>(0));
+    if *scope == Scope::Full && any_updated().context(CONTEXT)? {
         {
             let mut stmt = db.prepare(UPDATED_ROWS).context(CONTEXT)?;
             let mut rows = stmt.query([]).context(CONTEXT)?;
