@@ -27,7 +27,7 @@ use super::progress::{CounterMap, Progress};
 use super::status::{SyncStatus, FULL_SYNC_PRIORITY};
 use super::storage;
 use super::streams::{self, IterationStreams, StartOptions};
-use crate::error::{OpliteError, Result, SqliteResultExt};
+use crate::error::{OpliteError, Result};
 use crate::sync_local::{self, ApplyReport, Scope, Setting};
 
 /// `ps_kv` key: the write checkpoint the client waits for (i64::MAX while
@@ -601,7 +601,7 @@ impl Iteration {
         // A validated checkpoint moves every bucket to its op id, applied or
         // not: the next request resumes from there. A retry records it
         // again, as the reference does (a local write may have cleared it).
-        // When the checkpoint is applied, mark_applied records it with the
+        // When the checkpoint is applied, storage::mark_applied records it with the
         // rest of the bucket bookkeeping.
         if let Some(wc) = checkpoint.write_checkpoint {
             storage::set_kv_int(db, LAST_SEEN_KEY, wc)?;
@@ -628,7 +628,7 @@ impl Iteration {
         let report = sync_local::apply(db, &Scope::Full, setting, self.raw_tables.as_deref())?;
         out.push(log_apply(&report));
         *last_apply = Some(report);
-        mark_applied(db, &checkpoint)?;
+        storage::mark_applied(db, &checkpoint.buckets, checkpoint.last_op_id)?;
         let synced_at = storage::record_sync(db, FULL_SYNC_PRIORITY)?;
         streams::mark_synced(db, &mut self.status.streams, None, synced_at)?;
         self.pending_apply = false;
@@ -690,44 +690,6 @@ impl Iteration {
         self.status.priority_status = storage::sync_state(db)?;
         Ok(true)
     }
-}
-
-/// Bucket bookkeeping after a full apply: every bucket has applied what it
-/// downloaded; the checkpoint's buckets are at its op id with their counts
-/// taken as the new baseline. A bucket without a count keeps counting its
-/// downloads (as the reference does; its next checkpoint then resets every
-/// bucket's progress, see `set_checkpoint`).
-fn mark_applied(db: &Connection, checkpoint: &TargetCheckpoint) -> Result<()> {
-    const CONTEXT: &str = "recording the applied checkpoint";
-    // Each statement moves last_applied_op and recounts the ops above it
-    // (the strategy stats, see sync_local::pending_ops_above). The
-    // checkpoint's buckets first, so that the second statement finds only
-    // buckets the checkpoint does not name (usually none).
-    let mut update = db
-        .prepare(&format!(
-            "UPDATE ps_buckets SET last_applied_op = ?2, last_op = ?2,
-               count_at_last = ifnull(?3, count_at_last),
-               count_since_last = CASE WHEN ?3 IS NULL THEN count_since_last ELSE 0 END,
-               oplite_pending_ops = {}
-             WHERE name = ?1",
-            sync_local::pending_ops_above("?2")
-        ))
-        .context(CONTEXT)?;
-    for bucket in &checkpoint.buckets {
-        update.execute(rusqlite::params![&*bucket.bucket, checkpoint.last_op_id, bucket.count]).context(CONTEXT)?;
-    }
-    // OR FAIL: multi-row updates then need no statement journal, which
-    // spills to a temporary file past 64 KiB (seen with 1000 buckets).
-    db.execute(
-        &format!(
-            "UPDATE OR FAIL ps_buckets SET last_applied_op = last_op, oplite_pending_ops = {}
-              WHERE last_applied_op != last_op",
-            sync_local::pending_ops_above("ps_buckets.last_op")
-        ),
-        [],
-    )
-    .context(CONTEXT)?;
-    Ok(())
 }
 
 /// The DEBUG line saying which sync_local strategy ran and why.
