@@ -8,6 +8,16 @@
 //! `--again` times a second pass over the same lines in a new iteration:
 //! every op then supersedes one in a bucket that held ops before, so each
 //! is looked up (the first pass, into fresh buckets, never needs to).
+//!
+//!     cargo bench ... --bench store -- --buckets 1000,10000,20000 [--lines 1000] [--runs 3]
+//!
+//! `--buckets` measures instead what a line costs next to how many buckets
+//! the checkpoint names: a checkpoint over N buckets (priorities 0 to 3,
+//! with counts, all in one default stream), then `--lines` one-op data lines
+//! spread over the buckets, microseconds per line (median of runs). A line
+//! changes one bucket, so its cost should not grow with N.
+//! `--full-sync N` times a whole sync of N buckets instead (checkpoint, one
+//! one-op line per bucket, checkpoint_complete), once per core.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -107,6 +117,95 @@ fn store(db: &Connection, checkpoint: &str, lines: &[Line], again: bool) -> f64 
     started.elapsed().as_secs_f64()
 }
 
+/// A checkpoint over `buckets` buckets in one default stream and `lines`
+/// one-op data lines, bucket after bucket, and the completing line.
+fn many_buckets(buckets: usize, lines: usize) -> (String, Vec<String>, String) {
+    let mut checksums = vec![0u32; buckets];
+    let mut counts = vec![0usize; buckets];
+    let data: Vec<String> = (0..lines)
+        .map(|i| {
+            let bucket = i % buckets;
+            let id = i + 1;
+            let checksum = ((id as u64 * 17) % 1_000_000_000) as u32;
+            checksums[bucket] = checksums[bucket].wrapping_add(checksum);
+            counts[bucket] += 1;
+            json!({"data": {"bucket": format!("bucket{bucket}"), "has_more": false, "after": null,
+                "next_after": null, "data": [{"op_id": id.to_string(), "op": "PUT",
+                "object_type": "thisisatable", "object_id": format!("thisismyrowid{id}"),
+                "checksum": checksum, "data": json!({"n": id}).to_string()}]}})
+            .to_string()
+        })
+        .collect();
+    let checkpoint = json!({"checkpoint": {"last_op_id": lines.to_string(), "write_checkpoint": null,
+        "buckets": (0..buckets).map(|b| json!({"bucket": format!("bucket{b}"), "checksum": checksums[b],
+            "priority": b % 4, "count": counts[b], "subscriptions": [{"default": 0}]})).collect::<Vec<_>>(),
+        "streams": [{"name": "all", "is_default": true, "errors": []}]}});
+    let complete = json!({"checkpoint_complete": {"last_op_id": lines.to_string()}});
+    (checkpoint.to_string(), data, complete.to_string())
+}
+
+/// Seconds per data line, storing `data` after `checkpoint`.
+fn per_line(db: &Connection, checkpoint: &str, data: &[String]) -> f64 {
+    let control = |op: &str, text: Option<&str>| {
+        db.execute_batch("BEGIN").unwrap();
+        db.query_row("SELECT powersync_control(?1, ?2)", (op, text), |_| Ok(())).unwrap();
+        db.execute_batch("COMMIT").unwrap();
+    };
+    control("start", None);
+    control("line_text", Some(checkpoint));
+    let started = Instant::now();
+    for line in data {
+        control("line_text", Some(line));
+    }
+    started.elapsed().as_secs_f64() / data.len() as f64
+}
+
+/// Seconds for a whole sync: checkpoint, every data line, completion.
+fn full_sync(db: &Connection, checkpoint: &str, data: &[String], complete: &str) -> f64 {
+    let started = Instant::now();
+    per_line(db, checkpoint, data);
+    db.execute_batch("BEGIN").unwrap();
+    let out: String = db.query_row("SELECT powersync_control('line_text', ?1)", [complete], |r| r.get(0)).unwrap();
+    db.execute_batch("COMMIT").unwrap();
+    assert!(out.contains("DidCompleteSync"), "the sync did not complete: {out}");
+    started.elapsed().as_secs_f64()
+}
+
+fn buckets_mode(args: &[String], path: &Path) -> bool {
+    let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned());
+    let skip = |reference: bool| args.iter().any(|a| a == if reference { "--only-oplite" } else { "--only-reference" });
+    if let Some(n) = value("--full-sync") {
+        let n: usize = n.parse().expect("--full-sync N");
+        let (checkpoint, data, complete) = many_buckets(n, n);
+        println!("A whole sync of {n} buckets (one one-op line each)\n");
+        for reference in [false, true] {
+            if !skip(reference) {
+                let seconds = full_sync(&open(reference, path), &checkpoint, &data, &complete);
+                println!("{}: {seconds:.1} s", if reference { "reference" } else { "oplite" });
+            }
+        }
+        return true;
+    }
+    let Some(list) = value("--buckets") else { return false };
+    let lines: usize = value("--lines").and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let runs: usize = value("--runs").and_then(|v| v.parse().ok()).unwrap_or(3);
+    println!("One-op data lines next to the checkpoint's bucket count: {lines} lines, median of {runs} runs\n");
+    println!("| buckets | oplite µs/line | reference µs/line | oplite / reference |");
+    println!("|---|---|---|---|");
+    for n in list.split(',').map(|n| n.parse::<usize>().expect("--buckets N,N,...")) {
+        let (checkpoint, data, _) = many_buckets(n, lines);
+        let mut micros = [f64::NAN; 2];
+        for (i, reference) in [false, true].into_iter().enumerate() {
+            if !skip(reference) {
+                let times: Vec<f64> = (0..runs).map(|_| per_line(&open(reference, path), &checkpoint, &data)).collect();
+                micros[i] = median(times) * 1e6;
+            }
+        }
+        println!("| {n} | {:.0} | {:.0} | {:.2}x |", micros[0], micros[1], micros[0] / micros[1]);
+    }
+    true
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -114,6 +213,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if buckets_mode(&args, &std::env::temp_dir().join("oplite-bench-store.db")) {
+        return;
+    }
     let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)?.parse().ok());
     let count: usize = flag("--lines").unwrap_or(200);
     let runs: usize = flag("--runs").unwrap_or(5);

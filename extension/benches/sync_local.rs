@@ -61,9 +61,14 @@ fn op(op_id: usize, row: usize, bucket: &str) -> Value {
         "op": "PUT",
         "object_type": "thisisatable",
         "object_id": format!("thisismyrowid{row}"),
-        "checksum": (op_id as u64 * 17) % 1_000_000_000,
+        "checksum": op_checksum(op_id),
         "data": json!({"n": row}).to_string(),
     })
+}
+
+/// The checksum of op `op_id`.
+fn op_checksum(op_id: usize) -> u32 {
+    ((op_id as u64 * 17) % 1_000_000_000) as u32
 }
 
 /// Sends a stream: a checkpoint over `buckets`, then `ops` (op id, row,
@@ -119,17 +124,50 @@ impl Driver {
     /// Sends a checkpoint announcing `ops` (row, bucket) and the data
     /// lines carrying them; returns the checkpoint line.
     fn send(&mut self, ops: &[(usize, usize)]) -> Value {
-        let mut assigned = Vec::with_capacity(ops.len());
-        for &(row, bucket) in ops {
-            let op_id = self.next_op;
-            self.next_op += 1;
-            self.checksums[bucket] = self.checksums[bucket].wrapping_add(((op_id as u64 * 17) % 1_000_000_000) as u32);
-            self.counts[bucket] += 1;
-            assigned.push((op_id, row, bucket));
-        }
+        let assigned = self.assign(ops, Vec::with_capacity(ops.len()));
         let stream = Stream { buckets: self.buckets.clone(), ops: assigned };
         let checkpoint = stream.checkpoint(self.next_op - 1, &self.checksums, &self.counts);
         self.tx(|d| d.control("line_text", Some(&checkpoint.to_string())));
+        self.send_data(&stream);
+        self.last_checkpoint = Some(checkpoint.clone());
+        checkpoint
+    }
+
+    /// Gives `ops` (row, bucket) the next op ids, after `assigned`.
+    fn assign(&mut self, ops: &[(usize, usize)], mut assigned: Vec<(usize, usize, usize)>) -> Vec<(usize, usize, usize)> {
+        for &(row, bucket) in ops {
+            let op_id = self.next_op;
+            self.next_op += 1;
+            self.checksums[bucket] = self.checksums[bucket].wrapping_add(op_checksum(op_id));
+            self.counts[bucket] += 1;
+            assigned.push((op_id, row, bucket));
+        }
+        assigned
+    }
+
+    /// After `distinct_rows(n)` was applied: a checkpoint_diff, then every
+    /// op of the buckets again (same op ids and checksums, which the client
+    /// then holds twice) followed by `changed` ops changing rows.
+    fn resend(&mut self, n: usize, changed: usize) {
+        let buckets = self.buckets.len();
+        let resent: Vec<(usize, usize, usize)> = (0..n).map(|i| (i + 1, i, i % buckets)).collect();
+        for &(op_id, _, bucket) in &resent {
+            self.checksums[bucket] = self.checksums[bucket].wrapping_add(op_checksum(op_id));
+            self.counts[bucket] += 1;
+        }
+        let stride = (n / changed).max(1);
+        let ops: Vec<(usize, usize)> = (0..changed).map(|k| (k * stride, (k * stride) % buckets)).collect();
+        let stream = Stream { buckets: self.buckets.clone(), ops: self.assign(&ops, resent) };
+        let checkpoint = stream.checkpoint(self.next_op - 1, &self.checksums, &self.counts);
+        let diff = json!({"checkpoint_diff": {"last_op_id": (self.next_op - 1).to_string(), "write_checkpoint": null,
+            "updated_buckets": checkpoint["checkpoint"]["buckets"], "removed_buckets": []}});
+        self.tx(|d| d.control("line_text", Some(&diff.to_string())));
+        self.send_data(&stream);
+        self.last_checkpoint = Some(checkpoint);
+    }
+
+    /// The stream's ops as data lines of up to 1000 ops, bucket by bucket.
+    fn send_data(&self, stream: &Stream) {
         for (b, (name, _)) in stream.buckets.iter().enumerate() {
             let ops: Vec<Value> =
                 stream.ops.iter().filter(|o| o.2 == b).map(|&(id, row, _)| op(id, row, name)).collect();
@@ -139,8 +177,6 @@ impl Driver {
                 self.tx(|d| d.control("line_text", Some(&line.to_string())));
             }
         }
-        self.last_checkpoint = Some(checkpoint.clone());
-        checkpoint
     }
 
     fn complete(&self) {
@@ -219,6 +255,16 @@ fn workloads() -> Vec<Workload> {
             name: "changed_50pct",
             description: "50% of rows changed",
             prepare: |d, n| changed_share(d, n, 50),
+            complete: full_complete,
+        },
+        Workload {
+            name: "resent_1pct",
+            description: "every applied op re-sent (same op ids) plus 1% changed",
+            prepare: |d, n| {
+                distinct_rows(d, n, 10);
+                d.complete();
+                d.resend(n, (n / 100).max(1));
+            },
             complete: full_complete,
         },
         Workload {

@@ -432,12 +432,7 @@ impl StreamSession {
         let Answer::Json(start) = start else { panic!("start failed: {start:?}") };
         let request = start.as_array().unwrap().iter().find_map(|i| i.get("EstablishSyncStream")).unwrap().clone();
         let requested = request["request"]["streams"]["subscriptions"].as_array().unwrap().len() as u64;
-        let mut after: HashMap<String, i64> = request["request"]["buckets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| (b["name"].as_str().unwrap().to_owned(), b["after"].as_str().unwrap().parse().unwrap()))
-            .collect();
+        let mut after: HashMap<String, i64> = common::driver::requested_buckets(&start);
         let mut sent = None;
         for round in 0..1 + self.rng_below(3) {
             if round > 0 {

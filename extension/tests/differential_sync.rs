@@ -78,19 +78,7 @@ impl Session {
     /// One connection: start, one to three checkpoints, stop.
     fn iteration(&mut self) {
         let Answer::Json(start) = self.pair.control("start", Arg::Null) else { panic!("start failed") };
-        let request = start
-            .as_array()
-            .unwrap()
-            .iter()
-            .find_map(|i| i.get("EstablishSyncStream"))
-            .expect("EstablishSyncStream")
-            .clone();
-        let mut after: HashMap<String, i64> = request["request"]["buckets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| (b["name"].as_str().unwrap().to_owned(), b["after"].as_str().unwrap().parse().unwrap()))
-            .collect();
+        let mut after: HashMap<String, i64> = common::driver::requested_buckets(&start);
         let mut sent: Option<BTreeMap<String, Value>> = None;
         let rounds = 1 + self.server.rng.below(3);
         for round in 0..rounds {

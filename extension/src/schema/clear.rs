@@ -40,8 +40,11 @@ DELETE FROM ps_stream_subscriptions;";
 /// SQL: a hard clear also forgets what was downloaded.
 const CLEAR_DOWNLOADS: &str = "DELETE FROM ps_oplog; DELETE FROM ps_buckets;";
 /// SQL: every bucket needs applying again.
-/// (oplite_pending_ops: every op held is new again, for sync_local's choice.)
-const MARK_UNAPPLIED: &str = "UPDATE ps_buckets SET last_applied_op = 0, oplite_pending_ops = oplite_op_count;";
+/// (oplite_pending_ops: every op above 0 is new again, for sync_local's
+/// choice; counted as those held less those at or below 0, usually none.)
+const MARK_UNAPPLIED: &str = "UPDATE ps_buckets SET last_applied_op = 0,
+  oplite_pending_ops = oplite_op_count
+    - (SELECT count(*) FROM ps_oplog INDEXED BY ps_oplog_opid WHERE bucket = ps_buckets.id AND op_id <= 0);";
 
 /// Whether a sync iteration is running on a connection.
 #[derive(Default)]

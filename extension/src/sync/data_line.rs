@@ -394,7 +394,9 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
                     pending_ops -= i64::from(old_op > last_applied_op);
                 }
                 op_count += 1;
-                pending_ops += 1;
+                // The incremental walk visits ops above the last apply
+                // only: a re-sent op at or below it is no new work.
+                pending_ops += i64::from(op.op_id > last_applied_op);
                 sums.op += op.checksum;
                 puts.push(op)?;
             }

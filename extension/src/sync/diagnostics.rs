@@ -17,14 +17,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::Arc;
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::instruction::Instruction;
 use super::line::{BucketChecksum, DataLine};
-use super::storage::Counters;
+use super::progress::CounterMap;
 
 /// `"diagnostics"` in `start`'s options: any object turns them on.
 #[derive(Debug, Deserialize)]
@@ -96,8 +95,8 @@ pub struct Diagnostics {
     seen: HashMap<String, HashMap<String, ValueType>>,
 }
 
-fn counters_of(bucket: &BucketChecksum<'_>, counters: &HashMap<Arc<str>, Counters>) -> BucketCounters {
-    let c = counters.get(&*bucket.bucket).copied().unwrap_or_default();
+fn counters_of(bucket: &BucketChecksum<'_>, counters: &CounterMap) -> BucketCounters {
+    let c = counters.get(&bucket.bucket);
     BucketCounters {
         priority: bucket.priority(),
         at_last: c.at_last,
@@ -115,7 +114,7 @@ impl Diagnostics {
     pub fn checkpoint(
         &self,
         buckets: &[BucketChecksum<'_>],
-        counters: &HashMap<Arc<str>, Counters>,
+        counters: &CounterMap,
         out: &mut Vec<Instruction>,
     ) {
         let by_name: BTreeMap<&str, BucketCounters> =
@@ -130,7 +129,7 @@ impl Diagnostics {
     pub fn data_line(
         &mut self,
         line: &DataLine<'_>,
-        downloading: Option<(&[BucketChecksum<'_>], &HashMap<Arc<str>, Counters>)>,
+        downloading: Option<(&[BucketChecksum<'_>], &CounterMap)>,
         out: &mut Vec<Instruction>,
     ) {
         if let Some((buckets, counters)) = downloading {

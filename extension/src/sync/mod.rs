@@ -10,6 +10,7 @@
 //! - [`data_line`]: storing ops in ps_oplog.
 //! - [`storage`]: the other SQL on ps_buckets, ps_oplog, ps_kv, ps_sync_state.
 //! - [`client`]: the state machine between calls.
+//! - [`progress`]: download progress kept line by line, and the bucket counters.
 //! - [`requests`]: checkpoint requests (`checkpoint_mode: "requests"`).
 //! - [`status`], [`instruction`]: what goes back to the host.
 
@@ -20,6 +21,7 @@ pub mod diagnostics;
 pub mod instruction;
 pub mod line;
 pub mod payload;
+pub mod progress;
 pub mod requests;
 pub mod status;
 pub mod storage;

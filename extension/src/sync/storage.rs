@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::checksum::Checksum;
+use super::line::BucketChecksum;
 use super::status::PriorityStatus;
 use crate::error::{Result, SqliteResultExt};
 
@@ -187,12 +188,53 @@ pub fn bucket_ids(db: &Connection, names: &[&str]) -> Result<Vec<i64>> {
     Ok(ids)
 }
 
-/// Records that buckets applied a partial checkpoint at `op_id`. Counters
-/// are left for the full apply.
+/// Bucket bookkeeping after a full apply: every bucket has applied what it
+/// downloaded; the checkpoint's buckets are at its op id with their counts
+/// taken as the new baseline. A bucket without a count keeps counting its
+/// downloads (as the reference does; its next checkpoint then resets every
+/// bucket's progress, see `client::Iteration::set_checkpoint`).
+pub fn mark_applied(db: &Connection, buckets: &[BucketChecksum<'_>], last_op_id: i64) -> Result<()> {
+    const CONTEXT: &str = "recording the applied checkpoint";
+    // Each statement moves last_applied_op and recounts the ops above it
+    // (the strategy stats, see sync_local::pending_ops_above). The
+    // checkpoint's buckets first, so that the second statement finds only
+    // buckets the checkpoint does not name (usually none).
+    let mut update = db
+        .prepare(&format!(
+            "UPDATE ps_buckets SET last_applied_op = ?2, last_op = ?2,
+               count_at_last = ifnull(?3, count_at_last),
+               count_since_last = CASE WHEN ?3 IS NULL THEN count_since_last ELSE 0 END,
+               oplite_pending_ops = {}
+             WHERE name = ?1",
+            crate::sync_local::pending_ops_above("?2")
+        ))
+        .context(CONTEXT)?;
+    for bucket in buckets {
+        update.execute(params![&*bucket.bucket, last_op_id, bucket.count]).context(CONTEXT)?;
+    }
+    // OR FAIL: multi-row updates then need no statement journal, which
+    // spills to a temporary file past 64 KiB (seen with 1000 buckets).
+    db.execute(
+        &format!(
+            "UPDATE OR FAIL ps_buckets SET last_applied_op = last_op, oplite_pending_ops = {}
+              WHERE last_applied_op != last_op",
+            crate::sync_local::pending_ops_above("ps_buckets.last_op")
+        ),
+        [],
+    )
+    .context(CONTEXT)?;
+    Ok(())
+}
+
+/// Records that buckets applied a partial checkpoint at `op_id`, with the
+/// ops left above it (sync_local's stats). Progress counters are left for
+/// the full apply.
 pub fn mark_buckets_applied(db: &Connection, ids: &[i64], op_id: i64) -> Result<()> {
-    let mut stmt = db
-        .prepare("UPDATE ps_buckets SET last_applied_op = ?2, last_op = ?2 WHERE id = ?1")
-        .context("recording a partial apply")?;
+    let sql = format!(
+        "UPDATE ps_buckets SET last_applied_op = ?2, last_op = ?2, oplite_pending_ops = {} WHERE id = ?1",
+        crate::sync_local::pending_ops_above("?2")
+    );
+    let mut stmt = db.prepare(&sql).context("recording a partial apply")?;
     for id in ids {
         stmt.execute(params![id, op_id]).context("recording a partial apply")?;
     }

@@ -385,19 +385,7 @@ impl Driver {
     /// `start`: returns the requested buckets (name -> after).
     pub fn start(&mut self) -> HashMap<String, i64> {
         let out = self.control("start", SqlValue::Null);
-        let request = out
-            .as_array()
-            .unwrap()
-            .iter()
-            .find_map(|i| i.get("EstablishSyncStream"))
-            .expect("EstablishSyncStream")
-            .clone();
-        request["request"]["buckets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| (b["name"].as_str().unwrap().to_owned(), b["after"].as_str().unwrap().parse().unwrap()))
-            .collect()
+        requested_buckets(&out)
     }
 
     /// One connection to the service: start, one or two checkpoints with
@@ -499,6 +487,22 @@ impl Driver {
         }
         downloaded
     }
+}
+
+/// The buckets `start`'s EstablishSyncStream requests (name -> after).
+pub fn requested_buckets(start: &Value) -> HashMap<String, i64> {
+    let request = start
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|i| i.get("EstablishSyncStream"))
+        .expect("EstablishSyncStream");
+    request["request"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["name"].as_str().unwrap().to_owned(), b["after"].as_str().unwrap().parse().unwrap()))
+        .collect()
 }
 
 /// Adds one to a random bucket's checksum in a checkpoint line.
