@@ -333,6 +333,20 @@ impl Database {
             .map_err(|e| Error::Database(format!("reading ps_kv: {e}")))
     }
 
+    /// How sync_local applied the connection's last checkpoint, as
+    /// `<strategy> (<reason>)` (oplite's `oplite_last_apply()` report);
+    /// None before the first apply.
+    pub fn last_apply(&self) -> Result<Option<String>, Error> {
+        let report: Option<String> = self
+            .conn
+            .query_row("SELECT oplite_last_apply()", [], |r| r.get(0))
+            .map_err(|e| Error::Database(format!("oplite_last_apply: {e}")))?;
+        let Some(report) = report else { return Ok(None) };
+        let report: serde_json::Value =
+            serde_json::from_str(&report).map_err(|e| Error::Engine(format!("oplite_last_apply answered {report:?}: {e}")))?;
+        Ok(Some(format!("{} ({})", report["strategy"].as_str().unwrap_or("?"), report["reason"].as_str().unwrap_or(""))))
+    }
+
     /// This database's client id.
     pub fn client_id(&self) -> Result<String, Error> {
         self.conn

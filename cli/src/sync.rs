@@ -170,8 +170,8 @@ pub struct Summary {
     pub binary: bool,
     /// Buckets stored at the end.
     pub buckets: i64,
-    /// How sync_local applied the last checkpoint, when the engine says
-    /// (its DEBUG line `sync_local: <strategy> (<reason>); ...`).
+    /// How sync_local applied the last checkpoint of the run
+    /// ([`Database::last_apply`]); None when the run applied none.
     pub strategy: Option<String>,
 }
 
@@ -298,12 +298,7 @@ impl<'a> Session<'a> {
         let mut close = None;
         for instruction in instructions {
             match instruction {
-                Instruction::LogLine { severity, line } => {
-                    if let Some(strategy) = strategy_of(&line) {
-                        self.summary.strategy = Some(strategy);
-                    }
-                    self.log(format!("[{severity}] {line}"));
-                }
+                Instruction::LogLine { severity, line } => self.log(format!("[{severity}] {line}")),
                 Instruction::UpdateSyncStatus(status) => self.progress.status(&status),
                 Instruction::EstablishSyncStream { .. } => {
                     // Only expected from `start`, which the loop handles.
@@ -656,19 +651,13 @@ impl<'a> Session<'a> {
     }
 }
 
-/// The strategy named by the engine's apply log line
-/// (`sync_local: from_scratch (reason); 10 rows written, 0 deleted`).
-pub fn strategy_of(line: &str) -> Option<String> {
-    let rest = line.strip_prefix("sync_local: ")?;
-    Some(rest.split(';').next().unwrap_or(rest).trim().to_owned())
-}
-
 /// Runs the sync loop on `db` until `options.stop_when`, cancellation, the
 /// timeout, or a fatal error (the database, the engine, credentials that
 /// cannot be had). Network errors are retried.
 pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
     let started = Instant::now();
     let ops_before = db.ops_held()?;
+    let apply_before = db.last_apply()?;
     let mut session = Session {
         db,
         options,
@@ -722,6 +711,12 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
         }
         Ok(())
     })();
+    // The run's last apply, if it applied one (read before `stop`).
+    if let Ok(Some(apply)) = db.last_apply() {
+        if Some(&apply) != apply_before.as_ref() {
+            session.summary.strategy = Some(apply);
+        }
+    }
     if session.iteration {
         if let Ok(instructions) = db.control("stop", Payload::Null) {
             session.iteration = false;
@@ -748,15 +743,6 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strategy_comes_from_the_apply_log_line() {
-        assert_eq!(
-            strategy_of("sync_local: from_scratch (42 of 50 ops new); 10 rows written, 0 deleted").as_deref(),
-            Some("from_scratch (42 of 50 ops new)")
-        );
-        assert_eq!(strategy_of("Validated and applied checkpoint"), None);
-    }
 
     #[test]
     fn backoff_doubles_up_to_the_maximum_and_resets() {

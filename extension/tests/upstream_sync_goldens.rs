@@ -71,5 +71,5 @@ fn simple_iteration(core: Core, bson: bool) {
 
 per_core_and_encoding! {
     starting_stream;
-    simple_iteration, oplite: #[ignore = "oplite: one extra DEBUG LogLine (\"sync_local: ...\") after checkpoint_complete; identical without it"];
+    simple_iteration;
 }

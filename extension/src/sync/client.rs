@@ -658,7 +658,6 @@ impl Iteration {
         }
 
         let report = sync_local::apply(db, &Scope::Full, setting, self.raw_tables.as_deref())?;
-        out.push(log_apply(&report));
         *last_apply = Some(report);
         storage::mark_applied(db, &checkpoint.buckets, checkpoint.last_op_id)?;
         let synced_at = storage::record_sync(db, FULL_SYNC_PRIORITY)?;
@@ -714,7 +713,6 @@ impl Iteration {
         }
         let ids = storage::bucket_ids(db, &names)?;
         let report = sync_local::apply(db, &Scope::Buckets(ids.clone()), setting, self.raw_tables.as_deref())?;
-        out.push(log_apply(&report));
         *last_apply = Some(report);
         storage::mark_buckets_applied(db, &ids, checkpoint.last_op_id)?;
         let synced_at = storage::record_sync(db, priority)?;
@@ -722,17 +720,6 @@ impl Iteration {
         self.status.priority_status = storage::sync_state(db)?;
         Ok(true)
     }
-}
-
-/// The DEBUG line saying which sync_local strategy ran and why.
-fn log_apply(report: &ApplyReport) -> Instruction {
-    Instruction::log(
-        Severity::Debug,
-        format!(
-            "sync_local: {} ({}); {} rows written, {} deleted",
-            report.decision.strategy, report.decision.reason, report.rows_put, report.rows_deleted
-        ),
-    )
 }
 
 fn protocol_error(encoding: &'static str) -> impl Fn(OpliteError) -> OpliteError {
