@@ -93,6 +93,9 @@ pub enum OpliteError {
     Sqlite {
         /// What oplite was doing, e.g. "applying migration 1".
         context: String,
+        /// The SQL of the statement that failed, when oplite names it (a
+        /// statement from the app, such as a raw table's).
+        statement: Option<String>,
         /// The error SQLite returned.
         source: rusqlite::Error,
     },
@@ -123,7 +126,13 @@ impl OpliteError {
 
     /// Wraps a SQLite error with what oplite was doing when it happened.
     pub fn sqlite(context: impl Into<String>, source: rusqlite::Error) -> Self {
-        OpliteError::Sqlite { context: context.into(), source }
+        OpliteError::Sqlite { context: context.into(), statement: None, source }
+    }
+
+    /// Wraps a SQLite error from running the statement `sql`, with what
+    /// oplite was doing: reported as `statement <sql>: ... (context: ...)`.
+    pub fn sqlite_statement(sql: impl Into<String>, context: impl Into<String>, source: rusqlite::Error) -> Self {
+        OpliteError::Sqlite { context: context.into(), statement: Some(sql.into()), source }
     }
 
     /// True for errors a host may retry as they are (`SQLITE_BUSY`,
@@ -152,36 +161,31 @@ impl fmt::Display for OpliteError {
                 f,
                 "internal schema version {found} cannot be used by this build (latest {latest}): {message}"
             ),
-            OpliteError::Sqlite { context, source } => fmt_sqlite(f, context, source),
+            OpliteError::Sqlite { context, statement, source } => fmt_sqlite(f, context, statement.as_deref(), source),
             OpliteError::Internal(message) => write!(f, "internal error in oplite: {message}"),
         }
     }
 }
 
-/// A failed SQLite call as the reference core describes one: the statement
-/// when SQLite names it (a statement that did not prepare), then what oplite
-/// was doing as `(context: ...)` unless that is empty; else what oplite was
-/// doing first; and `internal SQLite call returned <CODE>: <SQLite's
-/// message>`. Errors rusqlite raised itself (a value of the wrong type) keep
-/// its text.
-fn fmt_sqlite(f: &mut fmt::Formatter<'_>, context: &str, source: &rusqlite::Error) -> fmt::Result {
-    match source {
-        rusqlite::Error::SqlInputError { error, msg, sql, .. } => {
-            write!(f, "statement {sql}: internal SQLite call returned {}: {msg}", code_name(error.extended_code))?;
-            if context.is_empty() {
-                Ok(())
-            } else {
-                write!(f, " (context: {context})")
-            }
-        }
+/// A failed SQLite call as the reference core describes one. When the
+/// statement is known (oplite names it, or SQLite does for a statement that
+/// did not prepare): `statement <sql>: internal SQLite call returned <CODE>:
+/// <SQLite's message>`, then what oplite was doing as `(context: ...)`
+/// unless that is empty; otherwise what oplite was doing comes first.
+/// Errors rusqlite raised itself (a value of the wrong type) keep its text.
+fn fmt_sqlite(f: &mut fmt::Formatter<'_>, context: &str, statement: Option<&str>, source: &rusqlite::Error) -> fmt::Result {
+    let (code, message, statement) = match source {
+        rusqlite::Error::SqlInputError { error, msg, sql, .. } => (error, msg.clone(), Some(statement.unwrap_or(sql))),
         rusqlite::Error::SqliteFailure(error, msg) => {
-            write!(f, "{context}: internal SQLite call returned {}", code_name(error.extended_code))?;
-            match msg {
-                Some(msg) => write!(f, ": {msg}"),
-                None => write!(f, ": {}", error),
-            }
+            (error, msg.clone().unwrap_or_else(|| error.to_string()), statement)
         }
-        other => write!(f, "{context}: {other}"),
+        other => return write!(f, "{context}: {other}"),
+    };
+    let returned = format!("internal SQLite call returned {}: {message}", code_name(code.extended_code));
+    match statement {
+        Some(sql) if context.is_empty() => write!(f, "statement {sql}: {returned}"),
+        Some(sql) => write!(f, "statement {sql}: {returned} (context: {context})"),
+        None => write!(f, "{context}: {returned}"),
     }
 }
 
@@ -350,6 +354,16 @@ mod tests {
         let err = OpliteError::sqlite("reading ps_kv", busy);
         assert_eq!(err.to_string(), "reading ps_kv: internal SQLite call returned BUSY: database is locked");
         assert_eq!(code_name(ffi::SQLITE_CONSTRAINT_NOTNULL), "CONSTRAINT_NOTNULL");
+        let not_null = rusqlite::Error::SqliteFailure(
+            ffi::Error { code: ffi::ErrorCode::ConstraintViolation, extended_code: ffi::SQLITE_CONSTRAINT_NOTNULL },
+            Some("NOT NULL constraint failed: users.name".into()),
+        );
+        let err = OpliteError::sqlite_statement("INSERT INTO users (id, name) VALUES (?, ?)", "replacing into users", not_null);
+        assert_eq!(
+            err.reported_by("powersync_control"),
+            "powersync_control: statement INSERT INTO users (id, name) VALUES (?, ?): internal SQLite call returned \
+             CONSTRAINT_NOTNULL: NOT NULL constraint failed: users.name (context: replacing into users)"
+        );
         assert_eq!(code_name(12345), "code 12345");
     }
 }
