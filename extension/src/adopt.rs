@@ -61,7 +61,7 @@ pub fn adopt(db: &Connection, mut version: i64, step_down: impl Fn(&Connection, 
     while version > CORE_VERSION {
         step_down(db, version)?;
         version = db
-            .query_row("SELECT ifnull(max(id), 0) FROM ps_migration", [], |row| row.get(0))
+            .query_row("SELECT ifnull(max(id), 0) as version FROM ps_migration", [], |row| row.get(0))
             .context("reading the PowerSync core's schema version")?;
     }
     db.execute_batch(ADOPT).context("adopting a database written by the PowerSync core")

@@ -69,8 +69,9 @@ pub fn current_version(db: &Connection) -> Result<i64> {
     if !exists {
         return Ok(0);
     }
-    db.query_row("SELECT ifnull(max(id), 0) FROM ps_migration", [], |row| row.get(0))
-        .context("reading the internal schema version")
+    // No context: a failure names this statement, which says what it read
+    // (the reference's message for a broken ps_migration, error_test).
+    db.query_row("SELECT ifnull(max(id), 0) as version FROM ps_migration", [], |row| row.get(0)).context("")
 }
 
 /// Moves the database to internal schema version `target`, up with this

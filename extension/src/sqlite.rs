@@ -229,7 +229,7 @@ unsafe extern "C" fn call_function(ctx: *mut ffi::sqlite3_context, argc: c_int, 
     let result = outcome.unwrap_or_else(|panic| Err(panic_error(function.name, panic)));
     if let Err(err) = result {
         // SAFETY: ctx is the live context of this call.
-        unsafe { set_error(ctx, &err) }
+        unsafe { set_error(ctx, function.name, &err) }
     }
 }
 
@@ -316,9 +316,10 @@ pub(crate) unsafe fn set_result_ref(ctx: *mut ffi::sqlite3_context, value: Value
 
 /// Sets the message first and the code second: `sqlite3_result_error`
 /// resets the code to `SQLITE_ERROR`, `sqlite3_result_error_code` keeps the
-/// message.
-unsafe fn set_error(ctx: *mut ffi::sqlite3_context, err: &OpliteError) {
-    let message = err.to_string();
+/// message. The message starts with the function's name, as the reference
+/// core's do.
+unsafe fn set_error(ctx: *mut ffi::sqlite3_context, function: &str, err: &OpliteError) {
+    let message = err.reported_by(function);
     unsafe {
         ffi::sqlite3_result_error(ctx, message.as_ptr().cast::<c_char>(), message.len() as c_int);
         ffi::sqlite3_result_error_code(ctx, err.code());

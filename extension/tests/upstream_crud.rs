@@ -475,9 +475,9 @@ per_core! {
     includes_empty_updates_by_default;
     can_ignore_empty_updates;
     preserves_text_values;
-    preserves_mismatched_type, oplite: #[ignore = "oplite: column type \"int\" refused (being fixed on another branch)"];
-    insert_only_smoke, oplite: #[ignore = "oplite: column type \"int\" refused (being fixed on another branch)"];
-    insert_only_ignored_for_local_only, oplite: #[ignore = "oplite: local_only with insert_only refused (being fixed on another branch)"];
+    preserves_mismatched_type;
+    insert_only_smoke;
+    insert_only_ignored_for_local_only;
 }
 
 fn raw_table(options: Value) -> Value {
@@ -587,9 +587,9 @@ fn raw_clear_queues_nothing(core: Core) {
 }
 
 per_core! {
-    raw_missing_id_column, oplite: #[ignore = "oplite: code 1 (ERROR) instead of 3091 (CONSTRAINT_DATATYPE)"];
-    raw_missing_local_name, oplite: #[ignore = "oplite: code 1 (ERROR) instead of 3091 (CONSTRAINT_DATATYPE)"];
-    raw_missing_local_table, oplite: #[ignore = "oplite: code 1 (ERROR) instead of 3091 (CONSTRAINT_DATATYPE)"];
+    raw_missing_id_column;
+    raw_missing_local_name;
+    raw_missing_local_table;
     raw_default_options;
     raw_insert_only;
     raw_tracking_old_values;
