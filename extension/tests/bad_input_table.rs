@@ -77,7 +77,7 @@ fn malformed_json_is_a_protocol_error() {
     rejected(
         vec![
             ("line_text", text(r#"{"data":{"bucket":"b","data":[{"op_id":"3""#), "EOF while parsing"),
-            ("line_text", text("not json"), "malformed sync line (JSON)"),
+            ("line_text", text("not json"), "invalid text line. cause: "),
             ("line_text", text("42"), "a sync line"),
             ("line_text", text(r#"{"token_expires_in":60}garbage"#), "trailing characters"),
             ("line_text", text(r#"{"checkpoint":{"last_op_id":"1","buckets":[],}}"#), "trailing comma"),
@@ -108,12 +108,12 @@ fn malformed_bson_is_a_protocol_error() {
     };
     rejected(
         vec![
-            ("line_binary", SqlValue::Blob(longer), "BSON"),
-            ("line_binary", SqlValue::Blob(shorter), "BSON"),
-            ("line_binary", SqlValue::Blob(bad_type), "BSON"),
-            ("line_binary", SqlValue::Blob(unterminated), "BSON"),
-            ("line_binary", SqlValue::Blob(negative_string), "BSON"),
-            ("line_binary", SqlValue::Blob(vec![]), "BSON"),
+            ("line_binary", SqlValue::Blob(longer), "invalid binary line"),
+            ("line_binary", SqlValue::Blob(shorter), "invalid binary line"),
+            ("line_binary", SqlValue::Blob(bad_type), "invalid binary line"),
+            ("line_binary", SqlValue::Blob(unterminated), "invalid binary line"),
+            ("line_binary", SqlValue::Blob(negative_string), "invalid binary line"),
+            ("line_binary", SqlValue::Blob(vec![]), "invalid binary line"),
         ],
         ffi::SQLITE_ABORT,
     );

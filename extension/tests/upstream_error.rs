@@ -63,5 +63,5 @@ per_core! {
     not_in_transaction, oplite: #[ignore = "internal: powersync_test_migration (the reference's test-only migration function) is not registered; the other five functions give the reference's code and message"];
     inner_sqlite_descriptions;
     missing_client_id;
-    sync_protocol_invalid_json, oplite: #[ignore = "oplite: \"invalid text line: malformed sync line (JSON): <cause>\" instead of \"invalid text line. cause: <cause>\" (built in sync/client.rs, edited on another branch); same code 4"];
+    sync_protocol_invalid_json;
 }

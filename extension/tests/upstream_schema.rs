@@ -157,7 +157,7 @@ fn raw_table_triggers_3_synced_columns(core: Core) {
 
 per_core! {
     schema_versioning;
-    migrate_synced_to_local, oplite: #[ignore = "internal: writes ps_data__users(id, data) directly; oplite stores typed columns, no data column"];
+    migrate_synced_to_local, oplite: #[ignore = "oplite: writes ps_data__users(id, data) directly; oplite's data is a generated column over the typed columns (SQLite: cannot INSERT into generated column); apps write through the view"];
     migrate_local_to_synced;
     metadata_enabling;
     metadata_unchanged;

@@ -251,7 +251,12 @@ impl<'c> RowWriter<'c> {
             let statement = self.raw_statement(DELETE, raw)?;
             let values = raw::delete_values(&statement, id)?;
             let stmt = self.statement(DELETE, row_type, || statement.sql.clone())?;
-            return stmt.execute(params_from_iter(values)).context("running a raw table's delete statement").map(drop);
+            return stmt
+                .execute(params_from_iter(values))
+                .map_err(|e| {
+                    OpliteError::sqlite_statement(statement.sql.clone(), format!("deleting from {}, id = {id}", raw.name), e)
+                })
+                .map(drop);
         }
         let stmt = self.statement(DELETE, "", || DELETE_UNTYPED.to_owned())?;
         stmt.execute((row_type, id)).context("deleting an untyped row").map(drop)
@@ -263,7 +268,15 @@ impl<'c> RowWriter<'c> {
         let statement = self.raw_statement(PUT, raw)?;
         let values = raw::put_values(&statement, id, data)?;
         let stmt = self.statement(PUT, &raw.name, || statement.sql.clone())?;
-        stmt.execute(params_from_iter(values)).context("running a raw table's put statement").map(drop)
+        stmt.execute(params_from_iter(values))
+            .map_err(|e| {
+                OpliteError::sqlite_statement(
+                    statement.sql.clone(),
+                    format!("replacing into {}, id = {id}, data = {data}", raw.name),
+                    e,
+                )
+            })
+            .map(drop)
     }
 
     /// A raw table's put or delete statement (inferred from its local table

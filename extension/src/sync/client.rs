@@ -722,8 +722,15 @@ impl Iteration {
     }
 }
 
+/// A line that does not decode, worded as the reference words it
+/// (`invalid text line. cause: <the decoder's message>`).
 fn protocol_error(encoding: &'static str) -> impl Fn(OpliteError) -> OpliteError {
-    move |err| OpliteError::Protocol { message: format!("invalid {encoding} line: {err}") }
+    move |err| OpliteError::Protocol {
+        message: match err {
+            OpliteError::Malformed { message, .. } => format!("invalid {encoding} line. cause: {message}"),
+            other => format!("invalid {encoding} line: {other}"),
+        },
+    }
 }
 
 #[cfg(test)]
