@@ -100,6 +100,7 @@ const pick = (r) => ({
     ({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints, checkpoint_requests }))(r.serviceStats),
   checkpointRequest: r.checkpointRequest,
   rawTable: r.rawTable,
+  tableDiff: r.tableDiff,
 });
 const failures = [];
 const a = pick(bundled);
@@ -162,6 +163,9 @@ if (mode === 'legacy') {
   expect('requestCheckpoint() applied, with the service versions of every uploaded row',
     a.checkpointRequest?.hasSyncedAfter === true && a.checkpointRequest.rows.length === 12 && a.checkpointRequest.rows.every((r) => r.applied));
 }
+const todos = rows - lists;
+expect(`trackTableDiff on todos: ${todos} INSERTs and nothing else in the initial sync, INSERT/UPDATE/DELETE in all, the diffs replayed equal to the table (${ran.map((r) => `${r.core} ${JSON.stringify({ ...r.tableDiff, writtenRows: r.tableDiff?.writtenRows.length })}`).join(', ')})`,
+  ran.every((r) => isDeepStrictEqual(r.tableDiff?.initial, { INSERT: todos }) && isDeepStrictEqual(r.tableDiff.operations, ['DELETE', 'INSERT', 'UPDATE']) && r.tableDiff.replayMismatches === 0));
 const seen = (f) => a.transitions.some(f);
 expect('connected, downloading with progress, hasSynced and lastSyncedAt in the status',
   seen((t) => t.connected) && seen((t) => t.downloading && t.progress) && seen((t) => t.hasSynced && t.lastSyncedAt));
@@ -183,4 +187,5 @@ if (!oplite) {
   process.exit(0);
 }
 console.log(`\n${label}, identical: app tables (${a.tables.lists} ${raw ? 'lists in the raw table' : 'lists'}, ${a.tables.todos} todos), ${a.serviceStats.upload_batches} upload batches, ` +
-  `${a.transitions.length} status transitions, ${a.serviceStats.streams} streams (1 dropped and resumed), ${a.credentialFetches} credential fetches, empty after disconnectAndClear`);
+  `${a.transitions.length} status transitions, ${a.serviceStats.streams} streams (1 dropped and resumed), ${a.credentialFetches} credential fetches, empty after disconnectAndClear; ` +
+  `trackTableDiff: ${a.tableDiff.initial.INSERT} INSERTs in the initial sync, ${a.tableDiff.writtenRows.length} distinct events on the locally written rows (${[...new Set(a.tableDiff.writtenRows.map((e) => e.split(' ')[1]))].join('/')})`);

@@ -23,7 +23,7 @@
 import { createHash } from 'node:crypto';
 import { writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { parseArgs } from 'node:util';
+import { isDeepStrictEqual, parseArgs } from 'node:util';
 import { PowerSyncDatabase, Schema, Table, column, createConsoleLogger, LogLevels } from '@powersync/node';
 
 const { values: args } = parseArgs({
@@ -210,6 +210,28 @@ const waitFor = (what, predicate, ms = 120_000) =>
     tick();
   });
 
+// The SDK's trigger API on a synced table (db.triggers.trackTableDiff):
+// AFTER INSERT/UPDATE/DELETE triggers on ps_data__todos that read the
+// row's JSON `data`, fed by syncs and local writes alike.
+step = 'tracking todos with db.triggers.trackTableDiff';
+const todoDiffs = [];
+const disposeDiff = await db.triggers.trackTableDiff({
+  source: 'todos',
+  columns: ['description', 'done'],
+  when: { INSERT: 'TRUE', UPDATE: 'TRUE', DELETE: 'TRUE' },
+  onChange: async (context) => {
+    todoDiffs.push(...await context.withDiff('SELECT id, operation, value, previous_value FROM DIFF ORDER BY operation_id'));
+  },
+});
+// Resolves once no diff has arrived for 300 ms (onChange is throttled).
+const diffsSettled = async () => {
+  for (let seen = -1; seen !== todoDiffs.length;) {
+    seen = todoDiffs.length;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+};
+const countOperations = (diffs) => diffs.reduce((counts, d) => ({ ...counts, [d.operation]: (counts[d.operation] ?? 0) + 1 }), {});
+
 // A watched query; the test waits on what it reports.
 let watched = null;
 let watchResults = 0;
@@ -241,6 +263,9 @@ await db.waitForFirstSync();
 timings.initialSyncMs = Math.round(performance.now() - mark);
 await waitFor('the watched query to see every row', () => watched && watched.lists + watched.todos === ROWS);
 log(`initial sync of ${ROWS} rows in ${timings.initialSyncMs} ms`, watched);
+await diffsSettled();
+const initialDiffs = countOperations(todoDiffs);
+
 
 // 2. Local writes, uploaded through uploadData, confirmed by a write checkpoint.
 step = 'uploading local writes';
@@ -361,6 +386,29 @@ const rawTable = RAW ? {
   triggers: (await db.getAll("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'lists' ORDER BY name")),
 } : null;
 
+// What the diff triggers reported: replayed in order, they must give the
+// table as it is; the events of the locally written rows (as a set: how
+// often the service echoes a row back depends on timing) are compared
+// between the cores.
+step = 'checking the diffs of db.triggers.trackTableDiff';
+await diffsSettled();
+await disposeDiff();
+const replayed = new Map();
+for (const d of todoDiffs) {
+  if (d.operation === 'DELETE') replayed.delete(d.id);
+  else replayed.set(d.id, JSON.parse(d.value));
+}
+const todoRows = await db.getAll('SELECT id, description, done FROM todos');
+const replayMismatches = todoRows.filter((r) => !isDeepStrictEqual(replayed.get(r.id), { description: r.description, done: r.done })).length +
+  Math.max(0, replayed.size - todoRows.length);
+const written = new Set(['local0', 'local1', 'local2', 'local3', 'local4', 'todo1', 'todo2', 'todo3', 'todo4', 'todo5', 'todo7']);
+const tableDiff = {
+  initial: initialDiffs,
+  operations: Object.keys(countOperations(todoDiffs)).sort(),
+  replayMismatches,
+  writtenRows: [...new Set(todoDiffs.filter((d) => written.has(d.id)).map((d) => `${d.id} ${d.operation} ${d.value} ${d.previous_value ?? ''}`))].sort(),
+};
+
 // 4. disconnectAndClear: every synced and local row is gone.
 step = 'disconnectAndClear';
 mark = performance.now();
@@ -384,6 +432,7 @@ const result = {
   mode: MODE,
   schema: args.schema,
   rawTable,
+  tableDiff,
   coreVersion,
   coreIsOplite,
   timings,
