@@ -263,6 +263,11 @@ await db.waitForFirstSync();
 timings.initialSyncMs = Math.round(performance.now() - mark);
 await waitFor('the watched query to see every row', () => watched && watched.lists + watched.todos === ROWS);
 log(`initial sync of ${ROWS} rows in ${timings.initialSyncMs} ms`, watched);
+// onChange runs after the SDK's table-change notification, which may come
+// after the watched query saw the rows: wait for one event per row, then
+// for any further ones.
+await waitFor(() => `trackTableDiff to report the initial sync (${todoDiffs.length} of ${watched.todos} events)`,
+  () => todoDiffs.length >= watched.todos, 30_000);
 await diffsSettled();
 const initialDiffs = countOperations(todoDiffs);
 
@@ -391,21 +396,26 @@ const rawTable = RAW ? {
 // often the service echoes a row back depends on timing) are compared
 // between the cores.
 step = 'checking the diffs of db.triggers.trackTableDiff';
+const todoRows = await db.getAll('SELECT id, description, done FROM todos');
+const replayMismatches = () => {
+  const replayed = new Map();
+  for (const d of todoDiffs) {
+    if (d.operation === 'DELETE') replayed.delete(d.id);
+    else replayed.set(d.id, JSON.parse(d.value));
+  }
+  return todoRows.filter((r) => !isDeepStrictEqual(replayed.get(r.id), { description: r.description, done: r.done })).length +
+    Math.max(0, replayed.size - todoRows.length);
+};
+// The last events may still be on their way (see above).
+await waitFor(() => `the trackTableDiff events replayed to equal the table (${replayMismatches()} rows differ)`,
+  () => replayMismatches() === 0, 30_000).catch(() => {});
 await diffsSettled();
 await disposeDiff();
-const replayed = new Map();
-for (const d of todoDiffs) {
-  if (d.operation === 'DELETE') replayed.delete(d.id);
-  else replayed.set(d.id, JSON.parse(d.value));
-}
-const todoRows = await db.getAll('SELECT id, description, done FROM todos');
-const replayMismatches = todoRows.filter((r) => !isDeepStrictEqual(replayed.get(r.id), { description: r.description, done: r.done })).length +
-  Math.max(0, replayed.size - todoRows.length);
 const written = new Set(['local0', 'local1', 'local2', 'local3', 'local4', 'todo1', 'todo2', 'todo3', 'todo4', 'todo5', 'todo7']);
 const tableDiff = {
   initial: initialDiffs,
   operations: Object.keys(countOperations(todoDiffs)).sort(),
-  replayMismatches,
+  replayMismatches: replayMismatches(),
   writtenRows: [...new Set(todoDiffs.filter((d) => written.has(d.id)).map((d) => `${d.id} ${d.operation} ${d.value} ${d.previous_value ?? ''}`))].sort(),
 };
 
