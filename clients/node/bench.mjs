@@ -1,6 +1,7 @@
-// The Node SDK first-sync benchmark (docs/node-sdk.md, "Where the time
-// goes"): runs scenario.mjs --runs times per core, alternating the SDK's
-// bundled core and oplite, each against a fresh loopback service, and
+// The Node SDK first-sync benchmark (docs/node-sdk.md, "First sync
+// benchmark"): runs scenario.mjs --runs times per core, alternating the
+// SDK's bundled core and oplite, each against a fresh loopback service and
+// without the scenario's trackTableDiff triggers (--triggers off), and
 // prints the medians of the initial sync (connect to the first complete
 // sync of --rows rows, through the SDK's worker and better-sqlite3) and of
 // the whole scenario. With --profile, the first run of each core runs under
@@ -62,7 +63,7 @@ try {
     for (const core of cores) {
       const profileDir = join(work, `profile-${core}`);
       const nodeArgs = opts.profile && i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-      const result = await runScenario({ core, so, server, rows, work, nodeArgs, stdio: ['ignore', 'ignore', 'inherit'] });
+      const result = await runScenario({ core, so, server, rows, work, nodeArgs, args: ['--triggers', 'off'], stdio: ['ignore', 'ignore', 'inherit'] });
       if (result.failed) {
         console.error(`the ${core} run failed while ${result.step}: ${result.failed}`);
         process.exit(1);

@@ -38,6 +38,9 @@ const { values: args } = parseArgs({
     // Default: 40 lines at 100k rows (the initial sync is about 100 lines),
     // scaled with --rows so the cut always lands inside the first stream.
     'drop-after': { type: 'string' },
+    // off: no db.triggers.trackTableDiff (bench.mjs measures the SDK's sync
+    // path without app triggers).
+    triggers: { type: 'string', default: 'on' },
   },
 });
 const ROWS = Number(args.rows);
@@ -215,7 +218,8 @@ const waitFor = (what, predicate, ms = 120_000) =>
 // row's JSON `data`, fed by syncs and local writes alike.
 step = 'tracking todos with db.triggers.trackTableDiff';
 const todoDiffs = [];
-const disposeDiff = await db.triggers.trackTableDiff({
+const TRIGGERS = args.triggers !== 'off';
+const disposeDiff = !TRIGGERS ? null : await db.triggers.trackTableDiff({
   source: 'todos',
   columns: ['description', 'done'],
   when: { INSERT: 'TRUE', UPDATE: 'TRUE', DELETE: 'TRUE' },
@@ -266,9 +270,11 @@ log(`initial sync of ${ROWS} rows in ${timings.initialSyncMs} ms`, watched);
 // onChange runs after the SDK's table-change notification, which may come
 // after the watched query saw the rows: wait for one event per row, then
 // for any further ones.
-await waitFor(() => `trackTableDiff to report the initial sync (${todoDiffs.length} of ${watched.todos} events)`,
-  () => todoDiffs.length >= watched.todos, 30_000);
-await diffsSettled();
+if (TRIGGERS) {
+  await waitFor(() => `trackTableDiff to report the initial sync (${todoDiffs.length} of ${watched.todos} events)`,
+    () => todoDiffs.length >= watched.todos, 30_000);
+  await diffsSettled();
+}
 const initialDiffs = countOperations(todoDiffs);
 
 
@@ -395,29 +401,32 @@ const rawTable = RAW ? {
 // table as it is; the events of the locally written rows (as a set: how
 // often the service echoes a row back depends on timing) are compared
 // between the cores.
-step = 'checking the diffs of db.triggers.trackTableDiff';
-const todoRows = await db.getAll('SELECT id, description, done FROM todos');
-const replayMismatches = () => {
-  const replayed = new Map();
-  for (const d of todoDiffs) {
-    if (d.operation === 'DELETE') replayed.delete(d.id);
-    else replayed.set(d.id, JSON.parse(d.value));
-  }
-  return todoRows.filter((r) => !isDeepStrictEqual(replayed.get(r.id), { description: r.description, done: r.done })).length +
-    Math.max(0, replayed.size - todoRows.length);
-};
-// The last events may still be on their way (see above).
-await waitFor(() => `the trackTableDiff events replayed to equal the table (${replayMismatches()} rows differ)`,
-  () => replayMismatches() === 0, 30_000).catch(() => {});
-await diffsSettled();
-await disposeDiff();
-const written = new Set(['local0', 'local1', 'local2', 'local3', 'local4', 'todo1', 'todo2', 'todo3', 'todo4', 'todo5', 'todo7']);
-const tableDiff = {
-  initial: initialDiffs,
-  operations: Object.keys(countOperations(todoDiffs)).sort(),
-  replayMismatches: replayMismatches(),
-  writtenRows: [...new Set(todoDiffs.filter((d) => written.has(d.id)).map((d) => `${d.id} ${d.operation} ${d.value} ${d.previous_value ?? ''}`))].sort(),
-};
+let tableDiff = null;
+if (TRIGGERS) {
+  step = 'checking the diffs of db.triggers.trackTableDiff';
+  const todoRows = await db.getAll('SELECT id, description, done FROM todos');
+  const replayMismatches = () => {
+    const replayed = new Map();
+    for (const d of todoDiffs) {
+      if (d.operation === 'DELETE') replayed.delete(d.id);
+      else replayed.set(d.id, JSON.parse(d.value));
+    }
+    return todoRows.filter((r) => !isDeepStrictEqual(replayed.get(r.id), { description: r.description, done: r.done })).length +
+      Math.max(0, replayed.size - todoRows.length);
+  };
+  // The last events may still be on their way (see above).
+  await waitFor(() => `the trackTableDiff events replayed to equal the table (${replayMismatches()} rows differ)`,
+    () => replayMismatches() === 0, 30_000).catch(() => {});
+  await diffsSettled();
+  await disposeDiff();
+  const written = new Set(['local0', 'local1', 'local2', 'local3', 'local4', 'todo1', 'todo2', 'todo3', 'todo4', 'todo5', 'todo7']);
+  tableDiff = {
+    initial: initialDiffs,
+    operations: Object.keys(countOperations(todoDiffs)).sort(),
+    replayMismatches: replayMismatches(),
+    writtenRows: [...new Set(todoDiffs.filter((d) => written.has(d.id)).map((d) => `${d.id} ${d.operation} ${d.value} ${d.previous_value ?? ''}`))].sort(),
+  };
+}
 
 // 4. disconnectAndClear: every synced and local row is gone.
 step = 'disconnectAndClear';
