@@ -16,8 +16,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isDeepStrictEqual, parseArgs } from 'node:util';
+import { parseArgs } from 'node:util';
 import { runScenario } from './service.mjs';
+import { agreementSummary, compareRuns } from '../scenario/compare.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -65,111 +66,7 @@ if (failedRuns.length) {
   process.exit(1);
 }
 
-// The status sequence with each run of repeated cycles kept once: the
-// service's stream thread may send one checkpoint diff or several after an
-// upload, depending on timing, and each diff is one more "downloading, then
-// idle" pair (A B A B -> A B). Any other difference in order or content
-// still fails the comparison.
-const collapseRepeatedCycles = (list) => {
-  const out = [];
-  for (const item of list) {
-    out.push(item);
-    const n = out.length;
-    if (n >= 4 && isDeepStrictEqual(out[n - 1], out[n - 3]) && isDeepStrictEqual(out[n - 2], out[n - 4])) out.length = n - 2;
-  }
-  return out;
-};
-
-// What both runs must agree on. Left out: timings, the core version
-// strings, how many times the watched query fired and the service's
-// line and byte counts (they depend on how the service's stream thread
-// batches changes into checkpoint diffs, i.e. on timing, not on the core).
-const pick = (r) => ({
-  tables: r.tables,
-  digests: r.digests,
-  sample: r.sample,
-  afterClear: r.afterClear,
-  transitions: collapseRepeatedCycles(r.transitions),
-  progress: r.progress,
-  credentialFetches: r.credentialFetches,
-  clientBatches: r.clientBatches,
-  serviceUploads: r.serviceUploads,
-  pendingInTransaction: r.pendingInTransaction,
-  serviceStreams: r.serviceStreams,
-  serviceStats: (({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints, checkpoint_requests }) =>
-    ({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints, checkpoint_requests }))(r.serviceStats),
-  checkpointRequest: r.checkpointRequest,
-  rawTable: r.rawTable,
-  tableDiff: r.tableDiff,
-});
-const failures = [];
-const a = pick(bundled);
-// The first difference inside a value, as a path, so that a long value
-// (a transition list, a batch) does not hide where it differs.
-const firstDifference = (x, y, path = '') => {
-  if (isDeepStrictEqual(x, y)) return null;
-  if (x && y && typeof x === 'object' && typeof y === 'object' && Array.isArray(x) === Array.isArray(y)) {
-    if (Array.isArray(x) && x.length !== y.length) return `${path || '.'}: length ${x.length} vs ${y.length}`;
-    for (const k of new Set([...Object.keys(x), ...Object.keys(y)])) {
-      const d = firstDifference(x[k], y[k], `${path}.${k}`);
-      if (d) return d;
-    }
-  }
-  return `${path || '.'}: ${JSON.stringify(x)} vs ${JSON.stringify(y)}`;
-};
-if (oplite) {
-  const b = pick(oplite);
-  for (const key of Object.keys(a)) {
-    if (!isDeepStrictEqual(a[key], b[key])) {
-      failures.push(`${key} differs (first at ${firstDifference(a[key], b[key])}):\n  bundled ${JSON.stringify(a[key])}\n  oplite  ${JSON.stringify(b[key])}`);
-    }
-  }
-}
-const ran = Object.values(results);
-
-// And what the scenario must have shown at all (checked on the reference run).
-const lists = Math.max(1, Math.floor(rows / 100));
-const expect = (what, ok) => { if (!ok) failures.push(`expected ${what}`); };
-expect(`${lists + 1} lists and ${rows - lists + 2} todos`, a.tables.lists === lists + 1 && a.tables.todos === rows - lists + 2);
-expect('4 upload batches of 14 entries', a.serviceStats.upload_batches === 4 && a.serviceStats.uploaded_ops === 14);
-expect(`one dropped stream, resumed from where it broke off (${a.serviceStats.dropped_streams} dropped; stream requests ${JSON.stringify(a.serviceStreams)})`, a.serviceStats.dropped_streams === 1 &&
-  a.serviceStreams.length === 3 && a.serviceStreams[1].buckets.some((bucket) => Number(bucket.after) > 0));
-expect(`ps_crud counted inside the writing transaction: 5, then 6 (${ran.map((r) => `${r.core} ${r.pendingInTransaction}`).join(', ')})`,
-  ran.every((r) => isDeepStrictEqual(r.pendingInTransaction, [5, 6])));
-// In requests mode the SDK posts the connection's checkpoint request while
-// it opens the stream: both ask the connector for credentials at once, on
-// connect and after the token expired.
-const fetches = mode === 'legacy' ? 2 : 4;
-expect(`fetchCredentials ${fetches} times (connect, expired token${mode === 'legacy' ? '' : ': each for the stream and the checkpoint request'}; ${a.credentialFetches})`,
-  a.credentialFetches === fetches);
-expect(`no request refused by the service's validation (${ran.map((r) => `${r.core} ${r.serviceStats.invalid_requests}`).join(', ')})`,
-  ran.every((r) => r.serviceStats.invalid_requests === 0));
-expect('download progress up to every row', a.progress.maxTotal === rows);
-expect('the bundled core in the first run and oplite in the second', !bundled.coreIsOplite && (!oplite || oplite.coreIsOplite));
-if (raw) {
-  const rt = a.rawTable;
-  expect(`lists as the app's own table, no ps_data__lists, synced rows not in ps_untyped (${JSON.stringify(rt && { ...rt, triggers: rt.triggers.length })})`,
-    rt?.listsType === 'table' && rt.psDataLists === 0 && rt.untypedLists === 0 && rt.oplogLists === lists + 1 && rt.triggers.length === 3);
-  const uploaded = a.clientBatches.flat().filter((e) => e.type === 'lists').map((e) => `${e.op} ${e.id}`);
-  expect(`the raw table's local writes uploaded through its triggers (${JSON.stringify(uploaded)})`,
-    isDeepStrictEqual(uploaded, ['PUT locallist', 'PATCH list2']));
-}
-if (mode === 'legacy') {
-  expect(`write checkpoints from write-checkpoint2.json only (${a.serviceStats.write_checkpoints}, checkpoint requests ${a.serviceStats.checkpoint_requests})`,
-    a.serviceStats.write_checkpoints >= 1 && a.serviceStats.checkpoint_requests === 0);
-} else {
-  expect(`write checkpoints from /sync/checkpoint-request only (${a.serviceStats.checkpoint_requests}, write-checkpoint2.json ${a.serviceStats.write_checkpoints})`,
-    a.serviceStats.checkpoint_requests >= 2 && a.serviceStats.write_checkpoints === 0);
-  expect('requestCheckpoint() applied, with the service versions of every uploaded row',
-    a.checkpointRequest?.hasSyncedAfter === true && a.checkpointRequest.rows.length === 12 && a.checkpointRequest.rows.every((r) => r.applied));
-}
-const todos = rows - lists;
-expect(`trackTableDiff on todos: ${todos} INSERTs and nothing else in the initial sync, INSERT/UPDATE/DELETE in all, the diffs replayed equal to the table (${ran.map((r) => `${r.core} ${JSON.stringify({ ...r.tableDiff, writtenRows: r.tableDiff?.writtenRows.length })}`).join(', ')})`,
-  ran.every((r) => isDeepStrictEqual(r.tableDiff?.initial, { INSERT: todos }) && isDeepStrictEqual(r.tableDiff.operations, ['DELETE', 'INSERT', 'UPDATE']) && r.tableDiff.replayMismatches === 0));
-const seen = (f) => a.transitions.some(f);
-expect('connected, downloading with progress, hasSynced and lastSyncedAt in the status',
-  seen((t) => t.connected) && seen((t) => t.downloading && t.progress) && seen((t) => t.hasSynced && t.lastSyncedAt));
-expect('no rows left after disconnectAndClear', Object.values(a.afterClear).every((v) => v === 0 || v === false));
+const { failures, reference: a, ran } = compareRuns({ bundled, oplite, rows, mode, raw });
 
 const t = (r) => r.timings;
 console.log(`\nNode SDK drop-in (@powersync/node 1.1.0, ${mode} checkpoint mode${raw ? ', lists as a raw table' : ''}, ${rows} rows; ms)`);
@@ -186,6 +83,4 @@ if (!oplite) {
   console.log(`\nthe bundled core alone (${label}): every check of the scenario passed; nothing compared`);
   process.exit(0);
 }
-console.log(`\n${label}, identical: app tables (${a.tables.lists} ${raw ? 'lists in the raw table' : 'lists'}, ${a.tables.todos} todos), ${a.serviceStats.upload_batches} upload batches, ` +
-  `${a.transitions.length} status transitions, ${a.serviceStats.streams} streams (1 dropped and resumed), ${a.credentialFetches} credential fetches, empty after disconnectAndClear; ` +
-  `trackTableDiff: ${a.tableDiff.initial.INSERT} INSERTs in the initial sync, ${a.tableDiff.writtenRows.length} distinct events on the locally written rows (${[...new Set(a.tableDiff.writtenRows.map((e) => e.split(' ')[1]))].join('/')})`);
+console.log(`\n${agreementSummary(label, a, raw)}`);
