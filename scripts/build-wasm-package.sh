@@ -3,6 +3,8 @@
 # then wasm-bindgen, then the JS API, into wasm/pkg/:
 #   oplite.js / oplite.d.ts        the API apps import
 #   oplite_wasm.js, *_bg.wasm      the module wasm-bindgen generated
+# and the PowerSync web SDK adapter (wasm/powersync-web/ with the module
+# beside it) into wasm/pkg-powersync-web/ (@oplite/powersync-web).
 # Installs what it needs (the Debian rustc-web toolchain, wasm-bindgen-cli of
 # the exact version in Cargo.lock) and skips what is already there.
 set -euo pipefail
@@ -33,6 +35,10 @@ cat > wasm/pkg/package.json <<JSON
   "license": "Apache-2.0"
 }
 JSON
+rm -rf wasm/pkg-powersync-web
+mkdir -p wasm/pkg-powersync-web
+cp wasm/powersync-web/{index.js,index.d.ts,oplite-worker.js,package.json} wasm/pkg-powersync-web/
+cp wasm/pkg/{oplite.js,oplite.d.ts,oplite_wasm.js,oplite_wasm.d.ts,oplite_wasm_bg.wasm,oplite_wasm_bg.wasm.d.ts} wasm/pkg-powersync-web/
 raw=$(stat -c %s wasm/pkg/oplite_wasm_bg.wasm)
 gz=$(gzip -9 -c wasm/pkg/oplite_wasm_bg.wasm | wc -c)
 echo "[build-wasm-package] wasm/pkg/oplite_wasm_bg.wasm: $raw bytes, $gz gzip -9"

@@ -21,6 +21,7 @@
 # OPLITE_NODE_RAW=0 skips the raw-table run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 start=$SECONDS
 step() { printf '\n--- node: %s (%ds)\n' "$*" $((SECONDS - start)); }
 fail() { echo "scripts/test-node.sh: $*" >&2; exit 1; }
@@ -37,15 +38,7 @@ step "installing the SDK (npm ci in clients/node)"
 addon=clients/node/node_modules/better-sqlite3/build/Release/better_sqlite3.node
 # npm ci only when an installed version differs from the lockfile's, or the
 # native addon is missing.
-if ! node -e '
-  const lock = require("./clients/node/package-lock.json").packages;
-  for (const [path, entry] of Object.entries(lock)) {
-    if (!path.startsWith("node_modules/")) continue;
-    let have = null;
-    try { have = require(`./clients/node/${path}/package.json`).version; } catch {}
-    if (have === null && (entry.optional || entry.dev)) continue;
-    if (have !== entry.version) process.exit(1);
-  }' || [[ ! -f $addon ]]; then
+if ! npm_lock_matches clients/node || [[ ! -f $addon ]]; then
   for tool in python3 make g++; do
     command -v "$tool" >/dev/null || fail "$tool is required to compile better-sqlite3 (apt-get install python3 make g++)"
   done

@@ -13,9 +13,7 @@ cd "$(dirname "$0")/.."
 start=$SECONDS
 step() { printf '\n--- wasm: %s (%ds)\n' "$*" $((SECONDS - start)); }
 
-as_root() {
-  if [[ "$(id -u)" -eq 0 ]]; then "$@"; else sudo "$@"; fi
-}
+source scripts/lib.sh
 
 step "building the web package"
 bash scripts/build-wasm-package.sh
@@ -51,12 +49,8 @@ if [[ -n ${OPLITE_SKIP_BROWSER:-} ]]; then
 fi
 
 step "checking Chromium (Debian's chromium package)"
-chromium=${OPLITE_CHROMIUM:-/usr/bin/chromium}
-if [[ ! -x "$chromium" ]]; then
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
-fi
-"$chromium" --version 2>/dev/null | head -n1
+chromium=$(ensure_chromium)
+export OPLITE_CHROMIUM=$chromium
 
 step "Chromium tests (OPFS and IndexedDB)"
 node --test --test-concurrency=1 wasm/test/browser.test.mjs

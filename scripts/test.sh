@@ -2,7 +2,8 @@
 # Runs every test of oplite on this machine, installing what they need first.
 # This is the README's test command and what .ci/run runs.
 #   scripts/test.sh            # everything
-#   OPLITE_SKIP_WASM=1 scripts/test.sh   # skip the wasm32 build and the web package tests
+#   OPLITE_SKIP_WASM=1 scripts/test.sh   # skip the wasm32 build, the web package and web SDK tests
+#   OPLITE_SKIP_WEB_SDK=1                # skip the web SDK drop-in test
 #   OPLITE_SKIP_FUZZ=1, OPLITE_SKIP_MEMCHECK=1   # skip libFuzzer, valgrind
 #   OPLITE_SKIP_NODE=1                   # skip the Node SDK drop-in test
 #   OPLITE_SKIP_MOBILE=1                 # skip the Android/iOS static libraries
@@ -64,6 +65,10 @@ if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
   bash scripts/build-wasm.sh oplite --no-default-features --features static
   step "web package: build, Node tests, Chromium tests (scripts/test-wasm.sh)"
   bash scripts/test-wasm.sh
+  if [[ -z ${OPLITE_SKIP_WEB_SDK:-} ]]; then
+    step "the official web SDK in Chromium with its own database and with oplite's (scripts/test-web-sdk.sh)"
+    bash scripts/test-web-sdk.sh
+  fi
 fi
 
 # Mobile (README "Mobile"): every Android/iOS static library, its symbols

@@ -18,8 +18,19 @@ export function sameValue(x, y) {
  * scenario's own checks run on what there is). Returns the list of
  * failures (empty when everything agrees) and `reference`, the compared
  * view of the reference run, for the summary.
+ *
+ * browserTiming: two things that depend on timing in a browser are not
+ * compared exactly. Where the stream after the drop starts (nor is it
+ * required to be past the start): when the cut stream errors, fetch's
+ * ReadableStream discards the chunks the SDK has not read yet, so how many
+ * lines reach the core depends on how fast it took the earlier ones (a slow
+ * database may store none). And how many write checkpoints or checkpoint
+ * requests the SDK asked for (each must be at least one): the SDK asks once
+ * per upload round, and how the local writes fall into rounds depends on how
+ * long each database takes to queue them. The Node test compares both
+ * exactly.
  */
-export function compareRuns({ bundled, oplite, rows, mode, raw }) {
+export function compareRuns({ bundled, oplite, rows, mode, raw, browserTiming = false }) {
   const isDeepStrictEqual = sameValue;
   const failures = [];
   // The status sequence with each run of repeated cycles kept once: the
@@ -52,9 +63,10 @@ export function compareRuns({ bundled, oplite, rows, mode, raw }) {
     clientBatches: r.clientBatches,
     serviceUploads: r.serviceUploads,
     pendingInTransaction: r.pendingInTransaction,
-    serviceStreams: r.serviceStreams,
+    serviceStreams: browserTiming ? r.serviceStreams.map((stream, i) => (i === 1 ? 'the stream after the drop' : stream)) : r.serviceStreams,
     serviceStats: (({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints, checkpoint_requests }) =>
-      ({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops, write_checkpoints, checkpoint_requests }))(r.serviceStats),
+      ({ streams, dropped_streams, unauthorized, upload_batches, uploaded_ops,
+        write_checkpoints: browserTiming ? write_checkpoints > 0 : write_checkpoints, checkpoint_requests: browserTiming ? checkpoint_requests > 0 : checkpoint_requests }))(r.serviceStats),
     checkpointRequest: r.checkpointRequest,
     rawTable: r.rawTable,
     tableDiff: r.tableDiff,
@@ -89,9 +101,9 @@ export function compareRuns({ bundled, oplite, rows, mode, raw }) {
   const lists = Math.max(1, Math.floor(rows / 100));
   const expect = (what, ok) => { if (!ok) failures.push(`expected ${what}`); };
   expect(`${lists + 1} lists and ${rows - lists + 2} todos`, a.tables.lists === lists + 1 && a.tables.todos === rows - lists + 2);
-  expect('4 upload batches of 14 entries', a.serviceStats.upload_batches === 4 && a.serviceStats.uploaded_ops === 14);
-  expect(`one dropped stream, resumed from where it broke off (${a.serviceStats.dropped_streams} dropped; stream requests ${JSON.stringify(a.serviceStreams)})`, a.serviceStats.dropped_streams === 1 &&
-    a.serviceStreams.length === 3 && a.serviceStreams[1].buckets.some((bucket) => Number(bucket.after) > 0));
+  expect('4 upload batches of 14 entries', bundled.serviceStats.upload_batches === 4 && bundled.serviceStats.uploaded_ops === 14);
+  expect(`one dropped stream, resumed from where it broke off (${bundled.serviceStats.dropped_streams} dropped; stream requests ${JSON.stringify(a.serviceStreams)})`, bundled.serviceStats.dropped_streams === 1 &&
+    a.serviceStreams.length === 3 && (browserTiming || a.serviceStreams[1].buckets.some((bucket) => Number(bucket.after) > 0)));
   expect(`ps_crud counted inside the writing transaction: 5, then 6 (${ran.map((r) => `${r.core} ${r.pendingInTransaction}`).join(', ')})`,
     ran.every((r) => isDeepStrictEqual(r.pendingInTransaction, [5, 6])));
   // In requests mode the SDK posts the connection's checkpoint request while
@@ -113,11 +125,11 @@ export function compareRuns({ bundled, oplite, rows, mode, raw }) {
       isDeepStrictEqual(uploaded, ['PUT locallist', 'PATCH list2']));
   }
   if (mode === 'legacy') {
-    expect(`write checkpoints from write-checkpoint2.json only (${a.serviceStats.write_checkpoints}, checkpoint requests ${a.serviceStats.checkpoint_requests})`,
-      a.serviceStats.write_checkpoints >= 1 && a.serviceStats.checkpoint_requests === 0);
+    expect(`write checkpoints from write-checkpoint2.json only (${bundled.serviceStats.write_checkpoints}, checkpoint requests ${bundled.serviceStats.checkpoint_requests})`,
+      bundled.serviceStats.write_checkpoints >= 1 && bundled.serviceStats.checkpoint_requests === 0);
   } else {
-    expect(`write checkpoints from /sync/checkpoint-request only (${a.serviceStats.checkpoint_requests}, write-checkpoint2.json ${a.serviceStats.write_checkpoints})`,
-      a.serviceStats.checkpoint_requests >= 2 && a.serviceStats.write_checkpoints === 0);
+    expect(`write checkpoints from /sync/checkpoint-request only (${bundled.serviceStats.checkpoint_requests}, write-checkpoint2.json ${bundled.serviceStats.write_checkpoints})`,
+      bundled.serviceStats.checkpoint_requests >= 2 && bundled.serviceStats.write_checkpoints === 0);
     expect('requestCheckpoint() applied, with the service versions of every uploaded row',
       a.checkpointRequest?.hasSyncedAfter === true && a.checkpointRequest.rows.length === 12 && a.checkpointRequest.rows.every((r) => r.applied));
   }

@@ -48,8 +48,15 @@ export type ControlOp =
   | 'seed_checkpoint_request_id' | 'next_checkpoint_request_id' | 'current_checkpoint_request_id'
   | (string & {});
 
+/** A statement's result with rows as arrays in column order (names may repeat). */
+export interface RawResult extends ExecuteResult {
+  columnNames: string[];
+  rawRows: SqlValue[][];
+}
+
 export interface Transaction {
   execute(sql: string, params?: SqlParams): ExecuteResult;
+  executeRaw(sql: string, params?: SqlParams): RawResult;
   query(sql: string, params?: SqlParams): Row[];
   get(sql: string, params?: SqlParams): Row | undefined;
   control(op: ControlOp, payload?: string | Uint8Array | null): Instruction[] | SqlValue;
@@ -79,6 +86,8 @@ export declare class Database {
   /** Runs a statement, or a script of several when there are no params. */
   execute(sql: string, params?: SqlParams): Promise<ExecuteResult>;
   query(sql: string, params?: SqlParams): Promise<Row[]>;
+  /** One statement; rows as arrays in column order. */
+  executeRaw(sql: string, params?: SqlParams): Promise<RawResult>;
   get(sql: string, params?: SqlParams): Promise<Row | undefined>;
   /**
    * powersync_control(op, payload) in its own transaction. Sync events

@@ -253,6 +253,9 @@ class Transaction {
   get(sql, params) {
     return this.db._raw().query(sql, params ?? null)[0];
   }
+  executeRaw(sql, params) {
+    return this.db._raw().executeRaw(sql, params ?? null);
+  }
   control(op, payload) {
     return controlResult(this.db._raw().control(op, payload ?? null));
   }
@@ -320,6 +323,15 @@ export class Database {
   /** Runs a query; resolves to its rows as plain objects. */
   query(sql, params) {
     return this.#run((raw) => raw.query(sql, params ?? null));
+  }
+
+  /**
+   * Runs one statement; resolves to {columnNames, rawRows, changes,
+   * lastInsertRowid}, rows as arrays in column order (the PowerSync SDKs'
+   * executeRaw shape).
+   */
+  executeRaw(sql, params) {
+    return this.#run((raw) => raw.executeRaw(sql, params ?? null));
   }
 
   /** The first row of a query, or undefined. */

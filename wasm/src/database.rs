@@ -178,6 +178,39 @@ impl Database {
         Ok(out)
     }
 
+    /// Runs one statement and returns `{columnNames, rawRows, changes,
+    /// lastInsertRowid}`: rows as arrays in column order, as the PowerSync
+    /// SDKs' `executeRaw` wants them (names may repeat, order is kept).
+    /// `changes` is for writes; after a query it is what the last write
+    /// left, as `sqlite3_changes` says.
+    #[wasm_bindgen(js_name = executeRaw)]
+    pub fn execute_raw(&self, sql: &str, params: JsValue) -> Result<JsValue, JsValue> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(sql).map_err(|e| sqlite_error(&e))?;
+        values::bind(&mut stmt, &params).map_err(|e| usage_error(&e))?;
+        let names = Array::new();
+        for name in stmt.column_names() {
+            names.push(&JsValue::from_str(name));
+        }
+        let width = stmt.column_count();
+        let rows = Array::new();
+        let mut cursor = stmt.raw_query();
+        while let Some(row) = cursor.next().map_err(|e| sqlite_error(&e))? {
+            let values = Array::new_with_length(width as u32);
+            for i in 0..width {
+                values.set(i as u32, values::to_js(row.get_ref(i).map_err(|e| sqlite_error(&e))?));
+            }
+            rows.push(&values);
+        }
+        drop(cursor);
+        let out = Object::new();
+        set(&out, "columnNames", names.into());
+        set(&out, "rawRows", rows.into());
+        set(&out, "changes", JsValue::from_f64(conn.changes() as f64));
+        set(&out, "lastInsertRowid", values::to_js(rusqlite::types::ValueRef::Integer(conn.last_insert_rowid())));
+        Ok(out.into())
+    }
+
     /// `powersync_control(op, payload)`: `payload` is a string (JSON, a
     /// text line), a `Uint8Array` (a BSON line) or `null`. Runs in its own
     /// `BEGIN IMMEDIATE` transaction unless one is open. Returns what the

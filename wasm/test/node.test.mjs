@@ -264,6 +264,27 @@ test('execute and query bind positional and named parameters and round-trip valu
   await db.close();
 });
 
+test('executeRaw returns rows as arrays in column order, repeated and numeric names kept', async () => {
+  const db = await fresh();
+  // Object rows would lose the repeated name and put "0" first.
+  const raw = await db.executeRaw('SELECT 1 AS b, 2 AS a, 3 AS b, 4 AS "0", ? AS blob', [Uint8Array.of(7)]);
+  assert.deepEqual(raw.columnNames, ['b', 'a', 'b', '0', 'blob']);
+  assert.deepEqual(raw.rawRows, [[1, 2, 3, 4, Uint8Array.of(7)]]);
+  await db.execute('CREATE TABLE t(x)');
+  const empty = await db.executeRaw('SELECT x, rowid FROM t');
+  assert.deepEqual(empty.columnNames, ['x', 'rowid']);
+  assert.deepEqual(empty.rawRows, []);
+  const insert = await db.executeRaw('INSERT INTO t VALUES (?), (?) RETURNING x', [2n ** 60n, null]);
+  assert.deepEqual(insert.rawRows, [[2n ** 60n], [null]]);
+  assert.equal(insert.changes, 2);
+  assert.equal(insert.lastInsertRowid, 2);
+  await db.transaction((tx) => {
+    assert.deepEqual(tx.executeRaw('SELECT count(*) AS n FROM t').rawRows, [[2]]);
+  });
+  await assert.rejects(db.executeRaw('SELECT ?'), /1 parameters and none were given/);
+  await db.close();
+});
+
 test('transactions commit, roll back on throw, and notify changed tables after commit only', async () => {
   const db = await fresh();
   await db.execute('CREATE TABLE a(x); CREATE TABLE b(x);');

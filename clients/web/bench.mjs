@@ -1,0 +1,81 @@
+// The web SDK first-sync benchmark (docs/web-sdk.md, "Benchmark"): in
+// headless Chromium, @powersync/web syncs --rows rows with its own database
+// and with oplite's, on OPFS and on IndexedDB, --runs times each,
+// alternating the two databases; the drop-in scenario without its
+// trackTableDiff triggers. Reports medians of the initial sync (connect to
+// the first complete sync) and of the longest time a query (SELECT 1
+// through db.get, issued every 20 ms from the page) waited meanwhile, and
+// the sizes of the .wasm files each database loads.
+//
+//   OPLITE_TEST_SERVER=target/release/oplite-test-server node bench.mjs [--rows 100000,1000000] [--runs 3] [--vfs opfs,idb]
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { parseArgs } from 'node:util';
+import { ADAPTER_PACKAGE, buildPage, launchBrowser, runInBrowser } from './browser.mjs';
+
+const { values: opts } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '100000,1000000' },
+    runs: { type: 'string', default: '3' },
+    vfs: { type: 'string', default: 'opfs,idb' },
+  },
+});
+const server = process.env.OPLITE_TEST_SERVER;
+if (!server) {
+  console.error('set OPLITE_TEST_SERVER (the oplite-test-server binary)');
+  process.exit(2);
+}
+const runs = Number(opts.runs);
+const cores = ['bundled', 'oplite'];
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'oplite-web-bench-'));
+const page = await buildPage(work);
+const browser = await launchBrowser(page);
+const table = [];
+try {
+  for (const rows of opts.rows.split(',').map(Number)) {
+    for (const vfs of opts.vfs.split(',')) {
+      const samples = Object.fromEntries(cores.map((c) => [c, []]));
+      for (let i = 0; i < runs; i++) {
+        for (const core of cores) {
+          const r = await runInBrowser(browser, server, { core, vfs, mode: 'legacy', rows, raw: false, triggers: false, probeMs: 20 });
+          if (r.failed) throw new Error(`the ${core} run (${vfs}, ${rows} rows) failed while ${r.step}: ${r.failed}`);
+          samples[core].push({ sync: r.timings.initialSyncMs, wait: r.afterFirstSync.longestWaitMs, queries: r.afterFirstSync.queries });
+          console.error(`${rows} rows, ${vfs}, ${core} run ${i + 1}: initial sync ${r.timings.initialSyncMs} ms, longest query wait ${r.afterFirstSync.longestWaitMs} ms (${r.afterFirstSync.queries} queries)`);
+        }
+      }
+      const sync = (core) => median(samples[core].map((s) => s.sync));
+      for (const core of cores) {
+        const values = samples[core].map((s) => s.sync);
+        table.push(`| ${rows} | ${vfs} | ${core === 'bundled' ? "the SDK's own (wa-sqlite)" : 'oplite'} | ${sync(core)} | ${Math.min(...values)} | ${Math.max(...values)} | ` +
+          `${median(samples[core].map((s) => s.wait))} | ${(sync(core) / sync('bundled')).toFixed(2)}x |`);
+      }
+    }
+  }
+} finally {
+  await browser.close();
+  fs.rmSync(work, { recursive: true, force: true });
+}
+
+console.log(`\nWeb SDK first sync (@powersync/web 2.4.0, headless Chromium, legacy mode, medians of ${runs} alternating runs; ms)`);
+console.log('| rows | storage | database | initial sync | min | max | longest query wait | vs the SDK\'s own |');
+console.log('|---:|---|---|---:|---:|---:|---:|---:|');
+for (const line of table) console.log(line);
+
+const size = (file) => {
+  const bytes = fs.readFileSync(file);
+  return `${(bytes.length / 1e6).toFixed(2)} MB raw, ${(zlib.gzipSync(bytes, { level: 9 }).length / 1e6).toFixed(2)} MB gzip -9`;
+};
+const sdkAssets = path.resolve(path.dirname(new URL(import.meta.url).pathname), 'node_modules/@powersync/web/dist/worker/assets');
+console.log('\n.wasm files');
+for (const file of fs.readdirSync(sdkAssets).filter((f) => /^wa-sqlite(-async)?-.*\.wasm$/.test(f)).sort()) {
+  console.log(`- the SDK's ${file.replace(/-[^-]+\.wasm$/, '.wasm')} (${file.includes('async') ? 'IndexedDB' : 'OPFS'}): ${size(path.join(sdkAssets, file))}`);
+}
+console.log(`- oplite's oplite_wasm_bg.wasm (both): ${size(path.join(ADAPTER_PACKAGE, 'oplite_wasm_bg.wasm'))}`);

@@ -1,0 +1,111 @@
+// What the web SDK test (run.mjs) and its benchmark (bench.mjs) share: the
+// page bundle, headless Chromium with a fresh profile per run (so OPFS and
+// IndexedDB start empty), and one run of the scenario against a fresh
+// loopback service.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+import { chromium } from 'playwright-core';
+import { startService } from '../node/service.mjs';
+import { startServer } from './serve.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '../..');
+export const ADAPTER_PACKAGE = path.join(repo, 'wasm/pkg-powersync-web');
+export const CHROMIUM = process.env.OPLITE_CHROMIUM || '/usr/bin/chromium';
+const FLAGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+/**
+ * Bundles page.mjs with the SDK and the adapter into work/dist, next to
+ * the SDK's prebuilt database worker (which the SDK finds relative to the
+ * bundle: new URL('./worker.js', import.meta.url)).
+ */
+export async function buildPage(work) {
+  if (!fs.existsSync(path.join(ADAPTER_PACKAGE, 'index.js'))) {
+    throw new Error(`${ADAPTER_PACKAGE} is missing: run scripts/build-wasm-package.sh`);
+  }
+  const dist = path.join(work, 'dist');
+  fs.mkdirSync(dist, { recursive: true });
+  await esbuild.build({
+    entryPoints: [path.join(here, 'page.mjs')],
+    bundle: true,
+    format: 'esm',
+    target: 'chrome120',
+    outfile: path.join(dist, 'page.js'),
+    alias: { '@oplite/powersync-web': path.join(ADAPTER_PACKAGE, 'index.js') },
+    // The adapter lives outside this directory: its @powersync/common is
+    // this directory's, the one the SDK uses.
+    nodePaths: [path.join(here, 'node_modules')],
+    logLevel: 'warning',
+  });
+  fs.cpSync(path.join(here, 'node_modules/@powersync/web/dist/worker'), dist, { recursive: true });
+  fs.copyFileSync(path.join(here, 'index.html'), path.join(dist, 'index.html'));
+  return { dist };
+}
+
+/** Starts the page server and returns the browser side of the tests. */
+export async function launchBrowser({ dist }) {
+  const server = await startServer({ '/dist/': dist, '/oplite/': ADAPTER_PACKAGE });
+  const open = async () => {
+    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'oplite-chromium-'));
+    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, timeout: 60_000 });
+    const newPage = async (label) => {
+      const page = await context.newPage();
+      page.on('console', (m) => { if (process.env.OPLITE_WEB_DEBUG || m.type() === 'error' || m.text().startsWith('[')) console.error(`  [${label}] ${m.text()}`); });
+      page.on('pageerror', (e) => console.error(`  [${label} pageerror] ${e.message}`));
+      await page.goto(`${server.url}/dist/index.html`);
+      await page.waitForFunction(() => window.pageReady === true);
+      return page;
+    };
+    const close = async () => {
+      await context.close().catch(() => {});
+      fs.rmSync(profile, { recursive: true, force: true });
+    };
+    return { newPage, close };
+  };
+  return {
+    server,
+    open,
+    /** Two tabs of one profile opening the same oplite database. */
+    async twoTabs({ vfs }) {
+      const session = await open();
+      try {
+        const [a, b] = [await session.newPage(`tab 1 ${vfs}`), await session.newPage(`tab 2 ${vfs}`)];
+        const first = await a.evaluate((v) => window.tabTest.open(v), vfs);
+        const second = await b.evaluate((v) => window.tabTest.open(v), vfs);
+        await a.evaluate(() => window.tabTest.close());
+        const afterClose = await b.evaluate((v) => window.tabTest.open(v), vfs);
+        await b.evaluate(() => window.tabTest.close());
+        return { first, second, afterClose };
+      } finally {
+        await session.close();
+      }
+    },
+    async close() {
+      await server.close();
+    },
+  };
+}
+
+/** One scenario run (page.mjs's config) against a fresh service; resolves to its result. */
+export async function runInBrowser(browser, serverBinary, config) {
+  const { child, url } = await startService(serverBinary, config.rows);
+  browser.server.setService(url);
+  const session = await browser.open();
+  try {
+    const page = await session.newPage(`${config.core} ${config.vfs}`);
+    let timer;
+    const timeout = new Promise((resolve) => {
+      timer = setTimeout(() => resolve({ core: config.core, vfs: config.vfs, failed: 'timed out after 600 s', step: 'unknown' }), 600_000);
+    });
+    return await Promise.race([page.evaluate((c) => window.runScenario(c), config), timeout]).finally(() => clearTimeout(timer));
+  } finally {
+    await session.close();
+    child.kill();
+  }
+}

@@ -1,0 +1,85 @@
+// The web SDK drop-in test (docs/web-sdk.md): the official @powersync/web
+// 2.4.0 in headless Chromium runs the drop-in scenario (../scenario) against
+// the loopback service, with the SDK's own database and with oplite's
+// (@oplite/powersync-web), on OPFS and on IndexedDB; each oplite run must
+// agree with the SDK's own run on the same storage. Also: a second tab
+// opening an oplite database gets DatabaseLockedError.
+//
+//   OPLITE_TEST_SERVER=target/release/oplite-test-server node run.mjs \
+//     [--rows N] [--vfs opfs,idb] [--modes legacy,requests] [--cores bundled,oplite]
+//
+// Needs wasm/pkg-powersync-web (scripts/build-wasm-package.sh) and Chromium
+// (OPLITE_CHROMIUM, default /usr/bin/chromium). Ends with `N passed, M failed`.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { agreementSummary, compareRuns } from '../scenario/compare.mjs';
+import { buildPage, launchBrowser, runInBrowser } from './browser.mjs';
+
+const { values: opts } = parseArgs({
+  options: {
+    rows: { type: 'string', default: process.env.OPLITE_WEB_ROWS ?? '100000' },
+    vfs: { type: 'string', default: 'opfs,idb' },
+    modes: { type: 'string', default: 'legacy,requests' },
+    cores: { type: 'string', default: 'bundled,oplite' },
+  },
+});
+const rows = Number(opts.rows);
+const server = process.env.OPLITE_TEST_SERVER;
+if (!server) {
+  console.error('set OPLITE_TEST_SERVER (the oplite-test-server binary)');
+  process.exit(2);
+}
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'oplite-web-'));
+let passed = 0;
+let failed = 0;
+const check = (what, failures) => {
+  if (failures.length === 0) {
+    passed++;
+    console.log(`ok: ${what}`);
+  } else {
+    failed++;
+    console.error(`FAILED: ${what}:\n  ${failures.join('\n  ')}`);
+  }
+};
+
+const page = await buildPage(work);
+const browser = await launchBrowser(page);
+try {
+  for (const mode of opts.modes.split(',')) {
+    for (const vfs of opts.vfs.split(',')) {
+      const results = {};
+      for (const core of opts.cores.split(',')) {
+        results[core] = await runInBrowser(browser, server, { core, vfs, mode, rows, raw: false, triggers: true });
+        const r = results[core];
+        if (r.failed) console.error(`the ${core} run on ${vfs} failed while ${r.step}: ${r.failed}`);
+        else console.log(`${core} on ${vfs} (${mode}): initial sync ${r.timings.initialSyncMs} ms, whole run ${r.timings.totalMs} ms`);
+      }
+      const label = `${mode} mode, ${vfs}`;
+      const { bundled, oplite } = results;
+      if (bundled?.failed || oplite?.failed) {
+        check(`${label}: both runs completed`, Object.values(results).filter((r) => r.failed).map((r) => `${r.core}: ${r.failed} (while ${r.step})`));
+        continue;
+      }
+      const { failures, reference } = compareRuns({ bundled, oplite, rows, mode, raw: false, browserTiming: true });
+      if (oplite && !oplite.coreIsOplite) failures.push('the oplite run did not use oplite');
+      check(oplite ? agreementSummary(`${label}, SDK database against oplite`, reference, false) : `${label}: the SDK's own database alone`, failures);
+    }
+  }
+  if (opts.cores.includes('oplite')) {
+    for (const vfs of opts.vfs.split(',')) {
+      const tabs = await browser.twoTabs({ vfs });
+      const failures = [];
+      if (tabs.first !== 'opened') failures.push(`the first tab: ${tabs.first}`);
+      if (tabs.second !== 'DatabaseLockedError') failures.push(`the second tab got ${tabs.second}, not DatabaseLockedError`);
+      if (tabs.afterClose !== 'opened') failures.push(`after the first tab closed it, the second: ${tabs.afterClose}`);
+      check(`${vfs}: a second tab opening the same oplite database gets DatabaseLockedError, and opens it once the first closed it`, failures);
+    }
+  }
+} finally {
+  await browser.close();
+  fs.rmSync(work, { recursive: true, force: true });
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);

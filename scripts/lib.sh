@@ -1,0 +1,33 @@
+# Shell helpers the test scripts share (sourced, not run).
+
+# Runs a command as root: directly, or through sudo.
+as_root() {
+  if [[ "$(id -u)" -eq 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+# Whether every package DIR/package-lock.json pins is installed in
+# DIR/node_modules at that version (optional and dev ones may be absent).
+npm_lock_matches() {
+  node -e '
+    const dir = process.argv[1];
+    const lock = require(`${dir}/package-lock.json`).packages;
+    for (const [path, entry] of Object.entries(lock)) {
+      if (!path.startsWith("node_modules/")) continue;
+      let have = null;
+      try { have = require(`${dir}/${path}/package.json`).version; } catch {}
+      if (have === null && (entry.optional || entry.dev)) continue;
+      if (have !== entry.version) process.exit(1);
+    }' "$(realpath "$1")"
+}
+
+# Prints the Chromium to drive: $OPLITE_CHROMIUM, or Debian's chromium
+# package, installed with apt-get when missing.
+ensure_chromium() {
+  local chromium=${OPLITE_CHROMIUM:-/usr/bin/chromium}
+  if [[ ! -x "$chromium" ]]; then
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update >&2
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >&2
+  fi
+  "$chromium" --version 2>/dev/null | head -n1 >&2
+  echo "$chromium"
+}

@@ -1,0 +1,34 @@
+// Types of @oplite/powersync-web (index.js).
+import { DBAdapter, DBLockOptions, LockContext, SQLOpenFactory } from '@powersync/common';
+import type { Stats, Vfs } from './oplite.js';
+
+export interface OpliteOpenOptions {
+  /** 1-128 characters from A-Z a-z 0-9 - _ . (not starting with a dot). */
+  dbFilename: string;
+  /** 'opfs' (default; durable at every commit), 'idb' (the file in memory, committed transactions copied to IndexedDB) or 'memory'. */
+  vfs?: Vfs;
+  /** When another tab has the database open: fail with DatabaseLockedError (default) or wait until it closes. */
+  onLocked?: 'error' | 'wait';
+  /** Where oplite-worker.js is, or a function returning a Worker that runs it; default: next to index.js. */
+  worker?: string | URL | (() => Worker);
+}
+
+/** For PowerSyncDatabase's `factory` option. */
+export declare class OpliteOpenFactory implements SQLOpenFactory {
+  constructor(options: OpliteOpenOptions);
+  readonly options: OpliteOpenOptions;
+  openDB(): OpliteDBAdapter;
+}
+
+/** One oplite-wasm connection in a dedicated Worker; read and write locks share one queue. */
+export declare class OpliteDBAdapter extends DBAdapter {
+  constructor(options: OpliteOpenOptions);
+  get name(): string;
+  readLock<T>(fn: (tx: LockContext) => Promise<T>, options?: DBLockOptions): Promise<T>;
+  writeLock<T>(fn: (tx: LockContext) => Promise<T>, options?: DBLockOptions): Promise<T>;
+  refreshSchema(): Promise<void>;
+  /** Resolves when every committed transaction is durable ('idb': stored in IndexedDB). */
+  flush(): Promise<void>;
+  stats(options?: { reset?: boolean }): Promise<Stats>;
+  close(): Promise<void>;
+}

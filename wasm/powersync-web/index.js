@@ -1,0 +1,184 @@
+// @oplite/powersync-web: oplite as the database of the PowerSync web SDK.
+//
+//   import { PowerSyncDatabase } from '@powersync/web';
+//   import { OpliteOpenFactory } from '@oplite/powersync-web';
+//   const db = new PowerSyncDatabase({ schema, factory: new OpliteOpenFactory({ dbFilename: 'app.db', vfs: 'opfs' }) });
+//
+// The SDK accepts any DBAdapter (@powersync/common); this one keeps a single
+// oplite-wasm connection in a dedicated Worker (oplite-worker.js) and forwards each
+// statement to it. Read and write locks are one queue: one connection runs
+// one thing at a time, as SQLite on one connection does. Table changes come
+// from oplite's powersync_update_hooks after each committed transaction, the
+// mechanism the SDK's own database uses. The SDK syncs in the tab
+// (TabLocalStreamingSyncImplementation): the adapter has no shared worker.
+import { DBAdapter, LockContext, queryResultWithoutRows } from '@powersync/common';
+
+/** Opens an OpliteDBAdapter when the SDK asks (PowerSyncDatabase's `factory` option). */
+export class OpliteOpenFactory {
+  constructor(options) {
+    this.options = options;
+  }
+  openDB() {
+    return new OpliteDBAdapter(this.options);
+  }
+}
+
+/** The error a call got from the Worker, with SQLite's extended code when there is one. */
+function toError(error) {
+  const e = new Error(error.message);
+  e.name = error.name;
+  if (error.code != null) e.code = error.code;
+  return e;
+}
+
+// SQLite's values as the SDK types them: bigint only beyond 2^53.
+function rawResult(result) {
+  return {
+    columnNames: result.columnNames,
+    rawRows: result.rawRows,
+    rowsAffected: result.changes,
+    insertId: typeof result.lastInsertRowid === 'bigint' ? Number(result.lastInsertRowid) : result.lastInsertRowid,
+  };
+}
+
+class OpliteLockContext extends LockContext {
+  #call;
+  constructor(call) {
+    super();
+    this.#call = call;
+  }
+  async executeRaw(sql, params) {
+    return rawResult(await this.#call('executeRaw', [sql, params ?? []]));
+  }
+  async executeBatch(sql, params = []) {
+    const result = await this.#call('executeBatch', [sql, params]);
+    return queryResultWithoutRows({ rowsAffected: result.changes, insertId: Number(result.lastInsertRowid) });
+  }
+}
+
+export class OpliteDBAdapter extends DBAdapter {
+  #name;
+  #worker;
+  #pending = new Map();
+  #nextId = 1;
+  #ready;
+  #queue = Promise.resolve();
+  #closed = null;
+
+  /**
+   * options: dbFilename (1-128 of A-Z a-z 0-9 - _ ., not starting with a dot);
+   * vfs 'opfs' (default), 'idb' or 'memory'; onLocked 'error' (default: a
+   * second tab gets DatabaseLockedError) or 'wait'; worker: a URL of
+   * oplite-worker.js or a function returning a Worker running it.
+   */
+  constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', worker } = {}) {
+    super();
+    if (typeof dbFilename !== 'string') throw new TypeError('OpliteDBAdapter: dbFilename must be a string');
+    this.#name = dbFilename;
+    if (typeof worker === 'function') this.#worker = worker();
+    else this.#worker = new Worker(worker ?? new URL('./oplite-worker.js', import.meta.url), { type: 'module', name: `oplite ${dbFilename}` });
+    this.#worker.onmessage = ({ data }) => this.#receive(data);
+    this.#worker.onerror = (event) => this.#failAll(new Error(`the oplite worker failed: ${event.message ?? 'unknown error'}`));
+    this.#ready = this.#call('open', [{ name: dbFilename, vfs, onLocked }]);
+    // Calls await #ready and see its error; this keeps it from being unhandled.
+    this.#ready.catch(() => {});
+  }
+
+  get name() {
+    return this.#name;
+  }
+
+  #call(method, args) {
+    return new Promise((resolve, reject) => {
+      const id = this.#nextId++;
+      this.#pending.set(id, { resolve, reject });
+      this.#worker.postMessage({ id, method, args });
+    });
+  }
+
+  #receive(data) {
+    if (data.event === 'tables') {
+      this.iterateListeners((l) => l.tablesUpdated?.({ tables: data.tables }));
+      return;
+    }
+    const call = this.#pending.get(data.id);
+    if (call == null) return;
+    this.#pending.delete(data.id);
+    if (data.error) call.reject(toError(data.error));
+    else call.resolve(data.result);
+  }
+
+  #failAll(error) {
+    for (const call of this.#pending.values()) call.reject(error);
+    this.#pending.clear();
+  }
+
+  // Runs fn after everything queued before it. With timeoutMs, gives up
+  // waiting (the queue still runs in order behind the abandoned slot).
+  async #exclusive(fn, options) {
+    if (this.#closed) throw new Error(`database ${JSON.stringify(this.#name)} is closed`);
+    await this.#ready;
+    const before = this.#queue;
+    let release;
+    this.#queue = new Promise((resolve) => { release = resolve; });
+    const timeoutMs = options?.timeoutMs;
+    if (timeoutMs != null) {
+      let timer;
+      const timedOut = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for a lock on ${this.#name}`)), timeoutMs);
+      });
+      try {
+        await Promise.race([before, timedOut]);
+      } catch (e) {
+        before.then(release);
+        throw e;
+      } finally {
+        clearTimeout(timer);
+      }
+    } else {
+      await before;
+    }
+    try {
+      return await fn(new OpliteLockContext((method, args) => this.#call(method, args)));
+    } finally {
+      release();
+    }
+  }
+
+  readLock(fn, options) {
+    return this.#exclusive(fn, options);
+  }
+
+  writeLock(fn, options) {
+    return this.#exclusive(fn, options);
+  }
+
+  // One connection: a schema change is seen by the next statement.
+  async refreshSchema() {}
+
+  /** Resolves when every committed transaction is durable ('idb': stored in IndexedDB). */
+  flush() {
+    return this.#exclusive(() => this.#call('flush', []));
+  }
+
+  /** oplite-wasm's counters (Stats in oplite.d.ts): bytes written, memory, the longest call. */
+  stats(options) {
+    return this.#exclusive(() => this.#call('stats', [options]));
+  }
+
+  close() {
+    this.#closed ??= (async () => {
+      try {
+        await this.#ready;
+        await this.#queue;
+        await this.#call('close', []);
+      } catch {
+        // Not opened (a second tab), or already failing: nothing to close.
+      } finally {
+        this.#worker.terminate();
+        this.#failAll(new Error(`database ${JSON.stringify(this.#name)} is closed`));
+      }
+    })();
+    return this.#closed;
+  }
+}
