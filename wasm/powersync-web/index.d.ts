@@ -9,6 +9,8 @@ export interface OpliteOpenOptions {
   vfs?: Vfs;
   /** When another tab has the database open: fail with DatabaseLockedError (default) or wait until it closes. */
   onLocked?: 'error' | 'wait';
+  /** SQLite's page cache in KiB (default 51200, the SDK's own default). */
+  cacheSizeKb?: number;
   /** Where oplite-worker.js is, or a function returning a Worker that runs it; default: next to index.js. */
   worker?: string | URL | (() => Worker);
 }

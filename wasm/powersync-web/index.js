@@ -68,10 +68,11 @@ export class OpliteDBAdapter extends DBAdapter {
   /**
    * options: dbFilename (1-128 of A-Z a-z 0-9 - _ ., not starting with a dot);
    * vfs 'opfs' (default), 'idb' or 'memory'; onLocked 'error' (default: a
-   * second tab gets DatabaseLockedError) or 'wait'; worker: a URL of
+   * second tab gets DatabaseLockedError) or 'wait'; cacheSizeKb: SQLite's
+   * page cache (default 50 MiB, the SDK's own default); worker: a URL of
    * oplite-worker.js or a function returning a Worker running it.
    */
-  constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', worker } = {}) {
+  constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', cacheSizeKb = 50 * 1024, worker } = {}) {
     super();
     if (typeof dbFilename !== 'string') throw new TypeError('OpliteDBAdapter: dbFilename must be a string');
     this.#name = dbFilename;
@@ -79,7 +80,8 @@ export class OpliteDBAdapter extends DBAdapter {
     else this.#worker = new Worker(worker ?? new URL('./oplite-worker.js', import.meta.url), { type: 'module', name: `oplite ${dbFilename}` });
     this.#worker.onmessage = ({ data }) => this.#receive(data);
     this.#worker.onerror = (event) => this.#failAll(new Error(`the oplite worker failed: ${event.message ?? 'unknown error'}`));
-    this.#ready = this.#call('open', [{ name: dbFilename, vfs, onLocked }]);
+    if (!Number.isInteger(cacheSizeKb) || cacheSizeKb <= 0) throw new TypeError('OpliteDBAdapter: cacheSizeKb must be a positive integer');
+    this.#ready = this.#call('open', [{ name: dbFilename, vfs, onLocked, cacheSizeKb }]);
     // Calls await #ready and see its error; this keeps it from being unhandled.
     this.#ready.catch(() => {});
   }

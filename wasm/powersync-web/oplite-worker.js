@@ -13,8 +13,9 @@ function opened() {
 }
 
 const methods = {
-  async open({ name, vfs, onLocked }) {
+  async open({ name, vfs, onLocked, cacheSizeKb }) {
     db = await open({ name, vfs, onLocked });
+    await db.execute(`PRAGMA cache_size = -${cacheSizeKb}`);
     db.onTablesChanged((tables) => postMessage({ event: 'tables', tables }));
     return null;
   },
