@@ -195,6 +195,18 @@ pub fn bucket(name: &str, priority: i64) -> Value {
     json!({"bucket": name, "checksum": 0, "priority": priority, "count": 1})
 }
 
+/// `bucket` with a count of ops.
+pub fn counted(name: &str, count: i64, priority: i64) -> Value {
+    let mut b = bucket(name, priority);
+    b["count"] = json!(count);
+    b
+}
+
+/// The statuses of the `UpdateSyncStatus` instructions among `instructions`.
+pub fn statuses(instructions: &Value) -> Vec<&Value> {
+    instructions.as_array().unwrap().iter().filter_map(|i| i["UpdateSyncStatus"].get("status")).collect()
+}
+
 /// `bucket` with stream subscriptions.
 pub fn bucket_with_subscriptions(name: &str, priority: i64, subscriptions: Value) -> Value {
     let mut b = bucket(name, priority);
