@@ -58,6 +58,7 @@ export async function launchBrowser({ dist }) {
       const page = await context.newPage();
       page.on('console', (m) => { if (process.env.OPLITE_WEB_DEBUG || m.type() === 'error' || m.text().startsWith('[')) console.error(`  [${label}] ${m.text()}`); });
       page.on('pageerror', (e) => console.error(`  [${label} pageerror] ${e.message}`));
+      page.on('crash', () => console.error(`  [${label}] the page crashed`));
       await page.goto(`${server.url}/dist/index.html`);
       await page.waitForFunction(() => window.pageReady === true);
       return page;
@@ -82,6 +83,16 @@ export async function launchBrowser({ dist }) {
         const afterClose = await b.evaluate((v) => window.tabTest.open(v), vfs);
         await b.evaluate(() => window.tabTest.close());
         return { first, second, afterClose };
+      } finally {
+        await session.close();
+      }
+    },
+    /** page.mjs's adapterChecks(config) in a fresh profile. */
+    async adapterChecks(config) {
+      const session = await open();
+      try {
+        const page = await session.newPage(`checks ${config.core} ${config.vfs}`);
+        return await page.evaluate((c) => window.adapterChecks(c), config);
       } finally {
         await session.close();
       }

@@ -108,3 +108,53 @@ window.tabTest = {
     tabDb = null;
   },
 };
+
+// The DBAdapter's contract as apps see it through PowerSyncDatabase, on
+// either database (run.mjs compares the two): errors and their codes,
+// rollback, executeBatch, executeRaw, values, a watched query, ps_crud.
+window.adapterChecks = async (config) => {
+  const out = {};
+  const schema = new sdk.Schema({ notes: new sdk.Table({ body: sdk.column.text, n: sdk.column.integer }) });
+  const db = new sdk.PowerSyncDatabase({ schema, ...databaseSource(config) });
+  try {
+    await db.init();
+    const error = await db.execute('SELEC 1').then(() => null, (e) => e);
+    out.syntaxError = /syntax error/.test(String(error?.message));
+    const constraint = await db.execute("INSERT INTO ps_kv(key, value) VALUES ('client_id', 'x')").then(() => null, (e) => e);
+    out.constraintError = /UNIQUE constraint failed/.test(String(constraint?.message));
+    // Not compared: the SDK's own database rejects with a plain Error
+    // without SQLite's code, and reports rowsAffected 0 for executeBatch.
+    out.notCompared = { errors: [error, constraint].map((e) => `${e?.name} ${e?.code ?? 'no code'}`) };
+    await db.execute("INSERT INTO notes (id, body, n) VALUES ('a', 'one', 1)");
+    const rolledBack = await db.writeTransaction(async (tx) => {
+      await tx.execute("INSERT INTO notes (id, body, n) VALUES ('b', 'two', 2)");
+      throw new Error('planned');
+    }).then(() => 'committed', (e) => e.message);
+    out.rollback = { error: rolledBack, rows: (await db.getAll('SELECT id FROM notes ORDER BY id')).map((r) => r.id) };
+    const batch = await db.executeBatch('INSERT INTO notes (id, body, n) VALUES (?, ?, ?)', [['c', 'three', 3], ['d', 'four', 4], ['e', 'five', 5]]);
+    out.notCompared.batchRowsAffected = batch.rowsAffected;
+    out.batch = (await db.get('SELECT count(*) AS n FROM notes')).n;
+    const raw = await db.executeRaw("SELECT 1 AS x, 2 AS x, 'three' AS y");
+    out.raw = { columnNames: raw.columnNames, rawRows: raw.rawRows };
+    const typed = await db.get("SELECT 9007199254740993 AS big, x'00ff' AS blob, 1.5 AS real, NULL AS none");
+    out.values = { big: String(typed.big), bigType: typeof typed.big, blob: Array.from(typed.blob), real: typed.real, none: typed.none };
+    // A watched query sees a later write.
+    const seen = [];
+    const abort = new AbortController();
+    const done = new Promise((resolve) => {
+      db.watch('SELECT count(*) AS n FROM notes', [], { onResult: (r) => { seen.push(r.rows._array[0].n); if (r.rows._array[0].n === 3) resolve(); } }, { signal: abort.signal, throttleMs: 10 });
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await db.execute("DELETE FROM notes WHERE id = 'a'");
+    await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 5000))]);
+    abort.abort();
+    out.watch = { first: seen[0], last: seen.at(-1) };
+    const crud = await db.getAll('SELECT data FROM ps_crud ORDER BY id');
+    out.crud = crud.map((r) => { const d = JSON.parse(r.data); return `${d.op} ${d.type} ${d.id} ${JSON.stringify(d.data ?? null)}`; });
+  } catch (e) {
+    out.failed = String(e?.stack ?? e);
+  } finally {
+    await db.close();
+  }
+  return out;
+};

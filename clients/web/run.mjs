@@ -6,7 +6,7 @@
 // opening an oplite database gets DatabaseLockedError.
 //
 //   OPLITE_TEST_SERVER=target/release/oplite-test-server node run.mjs \
-//     [--rows N] [--vfs opfs,idb] [--modes legacy,requests] [--cores bundled,oplite]
+//     [--rows N] [--vfs opfs,idb] [--modes legacy,requests] [--cores bundled,oplite] [--scenario off]
 //
 // Needs wasm/pkg-powersync-web (scripts/build-wasm-package.sh) and Chromium
 // (OPLITE_CHROMIUM, default /usr/bin/chromium). Ends with `N passed, M failed`.
@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { agreementSummary, compareRuns } from '../scenario/compare.mjs';
+import { agreementSummary, compareRuns, sameValue } from '../scenario/compare.mjs';
 import { buildPage, launchBrowser, runInBrowser } from './browser.mjs';
 
 const { values: opts } = parseArgs({
@@ -23,6 +23,8 @@ const { values: opts } = parseArgs({
     vfs: { type: 'string', default: 'opfs,idb' },
     modes: { type: 'string', default: 'legacy,requests' },
     cores: { type: 'string', default: 'bundled,oplite' },
+    // off: only the adapter checks and the two-tab check.
+    scenario: { type: 'string', default: 'on' },
   },
 });
 const rows = Number(opts.rows);
@@ -47,7 +49,7 @@ const check = (what, failures) => {
 const page = await buildPage(work);
 const browser = await launchBrowser(page);
 try {
-  for (const mode of opts.modes.split(',')) {
+  for (const mode of opts.scenario === 'off' ? [] : opts.modes.split(',')) {
     for (const vfs of opts.vfs.split(',')) {
       const results = {};
       for (const core of opts.cores.split(',')) {
@@ -68,6 +70,20 @@ try {
     }
   }
   if (opts.cores.includes('oplite')) {
+    for (const vfs of opts.vfs.split(',')) {
+      const bundled = await browser.adapterChecks({ core: 'bundled', vfs });
+      const oplite = await browser.adapterChecks({ core: 'oplite', vfs });
+      const failures = [];
+      if (bundled.failed || oplite.failed) failures.push(`failed: SDK's own ${bundled.failed ?? 'no'}; oplite ${oplite.failed ?? 'no'}`);
+      for (const key of new Set([...Object.keys(bundled), ...Object.keys(oplite)].filter((k) => k !== 'notCompared'))) {
+        if (!sameValue(bundled[key], oplite[key])) failures.push(`${key}: SDK's own ${JSON.stringify(bundled[key])}, oplite ${JSON.stringify(oplite[key])}`);
+      }
+      if (!bundled.syntaxError || !bundled.constraintError || bundled.rollback?.rows?.length !== 1 || bundled.batch !== 4 || bundled.watch?.first !== 4 || bundled.watch?.last !== 3) {
+        failures.push(`the SDK's own database did not show what the checks expect: ${JSON.stringify(bundled)}`);
+      }
+      console.log(`  not compared (${vfs}): SDK's own ${JSON.stringify(bundled.notCompared)}, oplite ${JSON.stringify(oplite.notCompared)}`);
+      check(`${vfs}: the adapter contract through PowerSyncDatabase (errors, rollback, executeBatch, executeRaw, values, watch, ps_crud) as with the SDK's own database`, failures);
+    }
     for (const vfs of opts.vfs.split(',')) {
       const tabs = await browser.twoTabs({ vfs });
       const failures = [];
