@@ -14,8 +14,8 @@ export function sameValue(x, y) {
 }
 
 /**
- * Compares `bundled` with `oplite` (either may be null: then only the
- * scenario's own checks run on what there is). Returns the list of
+ * Compares `bundled` with `oplite` (oplite may be null: then only the
+ * scenario's own checks run, on the bundled run). Returns the list of
  * failures (empty when everything agrees) and `reference`, the compared
  * view of the reference run, for the summary.
  *
@@ -31,7 +31,6 @@ export function sameValue(x, y) {
  * exactly.
  */
 export function compareRuns({ bundled, oplite, rows, mode, raw, browserTiming = false }) {
-  const isDeepStrictEqual = sameValue;
   const failures = [];
   // The status sequence with each run of repeated cycles kept once: the
   // service's stream thread may send one checkpoint diff or several after an
@@ -43,7 +42,7 @@ export function compareRuns({ bundled, oplite, rows, mode, raw, browserTiming = 
     for (const item of list) {
       out.push(item);
       const n = out.length;
-      if (n >= 4 && isDeepStrictEqual(out[n - 1], out[n - 3]) && isDeepStrictEqual(out[n - 2], out[n - 4])) out.length = n - 2;
+      if (n >= 4 && sameValue(out[n - 1], out[n - 3]) && sameValue(out[n - 2], out[n - 4])) out.length = n - 2;
     }
     return out;
   };
@@ -77,7 +76,7 @@ export function compareRuns({ bundled, oplite, rows, mode, raw, browserTiming = 
   // The first difference inside a value, as a path, so that a long value
   // (a transition list, a batch) does not hide where it differs.
   const firstDifference = (x, y, path = '') => {
-    if (isDeepStrictEqual(x, y)) return null;
+    if (sameValue(x, y)) return null;
     if (x && y && typeof x === 'object' && typeof y === 'object' && Array.isArray(x) === Array.isArray(y)) {
       if (Array.isArray(x) && x.length !== y.length) return `${path || '.'}: length ${x.length} vs ${y.length}`;
       for (const k of new Set([...Object.keys(x), ...Object.keys(y)])) {
@@ -90,7 +89,7 @@ export function compareRuns({ bundled, oplite, rows, mode, raw, browserTiming = 
   if (oplite) {
     const b = pick(oplite);
     for (const key of Object.keys(a)) {
-      if (!isDeepStrictEqual(a[key], b[key])) {
+      if (!sameValue(a[key], b[key])) {
         failures.push(`${key} differs (first at ${firstDifference(a[key], b[key])}):\n  bundled ${JSON.stringify(a[key])}\n  oplite  ${JSON.stringify(b[key])}`);
       }
     }
@@ -105,7 +104,7 @@ export function compareRuns({ bundled, oplite, rows, mode, raw, browserTiming = 
   expect(`one dropped stream, resumed from where it broke off (${bundled.serviceStats.dropped_streams} dropped; stream requests ${JSON.stringify(a.serviceStreams)})`, bundled.serviceStats.dropped_streams === 1 &&
     a.serviceStreams.length === 3 && (browserTiming || a.serviceStreams[1].buckets.some((bucket) => Number(bucket.after) > 0)));
   expect(`ps_crud counted inside the writing transaction: 5, then 6 (${ran.map((r) => `${r.core} ${r.pendingInTransaction}`).join(', ')})`,
-    ran.every((r) => isDeepStrictEqual(r.pendingInTransaction, [5, 6])));
+    ran.every((r) => sameValue(r.pendingInTransaction, [5, 6])));
   // In requests mode the SDK posts the connection's checkpoint request while
   // it opens the stream: both ask the connector for credentials at once, on
   // connect and after the token expired.
@@ -122,7 +121,7 @@ export function compareRuns({ bundled, oplite, rows, mode, raw, browserTiming = 
       rt?.listsType === 'table' && rt.psDataLists === 0 && rt.untypedLists === 0 && rt.oplogLists === lists + 1 && rt.triggers.length === 3);
     const uploaded = a.clientBatches.flat().filter((e) => e.type === 'lists').map((e) => `${e.op} ${e.id}`);
     expect(`the raw table's local writes uploaded through its triggers (${JSON.stringify(uploaded)})`,
-      isDeepStrictEqual(uploaded, ['PUT locallist', 'PATCH list2']));
+      sameValue(uploaded, ['PUT locallist', 'PATCH list2']));
   }
   if (mode === 'legacy') {
     expect(`write checkpoints from write-checkpoint2.json only (${bundled.serviceStats.write_checkpoints}, checkpoint requests ${bundled.serviceStats.checkpoint_requests})`,
@@ -135,7 +134,7 @@ export function compareRuns({ bundled, oplite, rows, mode, raw, browserTiming = 
   }
   const todos = rows - lists;
   expect(`trackTableDiff on todos: ${todos} INSERTs and nothing else in the initial sync, INSERT/UPDATE/DELETE in all, the diffs replayed equal to the table (${ran.map((r) => `${r.core} ${JSON.stringify({ ...r.tableDiff, writtenRows: r.tableDiff?.writtenRows.length })}`).join(', ')})`,
-    ran.every((r) => isDeepStrictEqual(r.tableDiff?.initial, { INSERT: todos }) && isDeepStrictEqual(r.tableDiff.operations, ['DELETE', 'INSERT', 'UPDATE']) && r.tableDiff.replayMismatches === 0));
+    ran.every((r) => sameValue(r.tableDiff?.initial, { INSERT: todos }) && sameValue(r.tableDiff.operations, ['DELETE', 'INSERT', 'UPDATE']) && r.tableDiff.replayMismatches === 0));
   const seen = (f) => a.transitions.some(f);
   expect('connected, downloading with progress, hasSynced and lastSyncedAt in the status',
     seen((t) => t.connected) && seen((t) => t.downloading && t.progress) && seen((t) => t.hasSynced && t.lastSyncedAt));

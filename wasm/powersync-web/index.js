@@ -31,7 +31,7 @@ function toError(error) {
   return e;
 }
 
-// SQLite's values as the SDK types them: bigint only beyond 2^53.
+// The SDK's RawQueryResult; its insertId is a number.
 function rawResult(result) {
   return {
     columnNames: result.columnNames,
@@ -75,12 +75,12 @@ export class OpliteDBAdapter extends DBAdapter {
   constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', cacheSizeKb = 50 * 1024, worker } = {}) {
     super();
     if (typeof dbFilename !== 'string') throw new TypeError('OpliteDBAdapter: dbFilename must be a string');
+    if (!Number.isInteger(cacheSizeKb) || cacheSizeKb <= 0) throw new TypeError('OpliteDBAdapter: cacheSizeKb must be a positive integer');
     this.#name = dbFilename;
     if (typeof worker === 'function') this.#worker = worker();
     else this.#worker = new Worker(worker ?? new URL('./oplite-worker.js', import.meta.url), { type: 'module', name: `oplite ${dbFilename}` });
     this.#worker.onmessage = ({ data }) => this.#receive(data);
     this.#worker.onerror = (event) => this.#failAll(new Error(`the oplite worker failed: ${event.message ?? 'unknown error'}`));
-    if (!Number.isInteger(cacheSizeKb) || cacheSizeKb <= 0) throw new TypeError('OpliteDBAdapter: cacheSizeKb must be a positive integer');
     this.#ready = this.#call('open', [{ name: dbFilename, vfs, onLocked, cacheSizeKb }]);
     // Calls await #ready and see its error; this keeps it from being unhandled.
     this.#ready.catch(() => {});
