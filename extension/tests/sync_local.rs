@@ -13,6 +13,9 @@ const QUERIES: &[(&str, &str)] = &[
     ("from_scratch_buckets", oplite::sync_local::FROM_SCRATCH_BUCKETS),
     ("deleted_rows", oplite::sync_local::DELETED_ROWS),
     ("updated_rows", oplite::sync_local::UPDATED_ROWS),
+    ("type_bounds", oplite::sync_local::TYPE_BOUNDS),
+    ("chunk_end", oplite::sync_local::CHUNK_END),
+    ("next_row", oplite::sync_local::NEXT_ROW),
 ];
 
 fn plan(db: &Connection, sql: &str) -> Vec<String> {

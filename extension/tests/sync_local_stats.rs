@@ -20,10 +20,13 @@ const INCREMENTAL: &str = include_str!("../../sql/sync_local/incremental.sql");
 
 /// Per bucket, the ops the incremental walk visits: incremental.sql's FROM
 /// clause (buckets joined with their ops above `last_applied_op`), counted.
+/// The walk's WHERE starts it at its cursor; from the start it keeps all.
 fn visit_query() -> String {
     let from = INCREMENTAL.find("FROM ps_buckets").expect("incremental.sql walks ps_buckets");
     let filter = INCREMENTAL[from..].find("\n WHERE").expect("incremental.sql filters the walk") + from;
-    format!("SELECT bucket.id, count(*) {} GROUP BY bucket.id", &INCREMENTAL[from..filter])
+    // The walk from its start: the resume cursor at the smallest integer.
+    let walk = INCREMENTAL[from..filter].replace(":bucket", &i64::MIN.to_string()).replace(":op", &i64::MIN.to_string());
+    format!("SELECT bucket.id, count(*) {walk} GROUP BY bucket.id")
 }
 
 fn control(db: &Connection, op: &str, payload: Option<&str>) -> Value {

@@ -108,6 +108,8 @@ pub struct SyncClient {
     pub strategy: Setting,
     /// The last apply's report (`oplite_last_apply()`).
     pub last_apply: Option<ApplyReport>,
+    /// An apply written in steps for the next call ([`stepped`]).
+    prepared: Option<sync_local::Apply>,
 }
 
 /// What a `powersync_control` call returns.
@@ -166,7 +168,10 @@ impl SyncClient {
             iteration.counters.settle();
         }
         let before = (self.iteration.clone(), self.last_emitted.clone(), self.last_apply.clone());
-        let result = self.dispatch(db, op, payload);
+        let mut result = self.dispatch(db, op, payload);
+        if self.prepared.take().is_some() && result.is_ok() {
+            result = Err(stepped::unused_apply());
+        }
         if result.is_err() {
             (self.iteration, self.last_emitted, self.last_apply) = before;
         }
@@ -422,7 +427,7 @@ impl SyncClient {
                         message: "Received checkpoint complete without previous checkpoint".into(),
                     });
                 }
-                iteration.complete_full(db, out, CompletionKind::Line, self.strategy, &mut self.last_apply)?
+                iteration.complete_full(db, out, CompletionKind::Line, self.strategy, &mut self.last_apply, &mut self.prepared)?
             }
             SyncLine::PartialCheckpointComplete(partial) => {
                 if iteration.checkpoint.is_none() {
@@ -431,7 +436,7 @@ impl SyncClient {
                         reason: "invalid state: Received checkpoint complete without previous checkpoint".into(),
                     });
                 }
-                iteration.complete_partial(db, partial.priority, out, self.strategy, &mut self.last_apply)?
+                iteration.complete_partial(db, partial.priority, out, self.strategy, &mut self.last_apply, &mut self.prepared)?
             }
             SyncLine::Data(data) => {
                 let stored = store_data_line(db, &data, size, &mut self.known_keys)?;
@@ -487,7 +492,7 @@ impl SyncClient {
         if !iteration.pending_apply {
             return Ok(());
         }
-        iteration.complete_full(db, out, CompletionKind::AfterUpload, self.strategy, &mut self.last_apply)?;
+        iteration.complete_full(db, out, CompletionKind::AfterUpload, self.strategy, &mut self.last_apply, &mut self.prepared)?;
         self.advance(db)?;
         self.emit_status(out);
         Ok(())
@@ -564,6 +569,22 @@ impl Iteration {
     /// buckets (so they download again), logs a WARNING naming each with its
     /// expected and actual values, closes the stream and returns false.
     fn validate(&self, db: &Connection, max_priority: i32, what: &str, out: &mut Vec<Instruction>) -> Result<bool> {
+        let (failed_names, failures) = self.checksum_failures(db, max_priority)?;
+        if failures.is_empty() {
+            return Ok(true);
+        }
+        storage::delete_buckets(db, &failed_names)?;
+        out.push(Instruction::log(
+            Severity::Warning,
+            format!("Could not apply {what}, Checksums didn't match, failed for: {}", failures.join(", ")),
+        ));
+        out.push(Instruction::CloseSyncStream { hide_disconnect: false });
+        Ok(false)
+    }
+
+    /// The buckets of priority `<= max_priority` whose stored checksum is
+    /// not the checkpoint's: their names, and a description of each.
+    fn checksum_failures(&self, db: &Connection, max_priority: i32) -> Result<(Vec<String>, Vec<String>)> {
         let checkpoint = self.checkpoint.as_ref().expect("validated without checkpoint");
         let stored = storage::checksums(db)?;
         let mut failed_names = Vec::new();
@@ -582,16 +603,7 @@ impl Iteration {
                 failed_names.push(bucket.bucket.to_string());
             }
         }
-        if failures.is_empty() {
-            return Ok(true);
-        }
-        storage::delete_buckets(db, &failed_names)?;
-        out.push(Instruction::log(
-            Severity::Warning,
-            format!("Could not apply {what}, Checksums didn't match, failed for: {}", failures.join(", ")),
-        ));
-        out.push(Instruction::CloseSyncStream { hide_disconnect: false });
-        Ok(false)
+        Ok((failed_names, failures))
     }
 
     /// Whether local data allows an apply: no pending uploads, and the
@@ -599,12 +611,17 @@ impl Iteration {
     /// core, "confirmed" means the write checkpoint of the last validated
     /// full checkpoint (`last_seen`) has reached the target the host set.
     fn local_data_allows(db: &Connection) -> Result<bool> {
+        Self::local_data_allows_seen(db, storage::kv_int(db, LAST_SEEN_KEY)?)
+    }
+
+    /// [`Iteration::local_data_allows`] with `seen` as the last seen write checkpoint.
+    fn local_data_allows_seen(db: &Connection, seen: Option<i64>) -> Result<bool> {
         if storage::has_pending_uploads(db)? {
             return Ok(false);
         }
         Ok(match storage::kv_int(db, TARGET_KEY)? {
             None => true,
-            Some(target) => storage::kv_int(db, LAST_SEEN_KEY)?.is_some_and(|seen| seen >= target),
+            Some(target) => seen.is_some_and(|seen| seen >= target),
         })
     }
 
@@ -616,6 +633,7 @@ impl Iteration {
         kind: CompletionKind,
         setting: Setting,
         last_apply: &mut Option<ApplyReport>,
+        prepared: &mut Option<sync_local::Apply>,
     ) -> Result<bool> {
         if kind == CompletionKind::Line && !self.validate(db, i32::MAX, "checkpoint", out)? {
             return Ok(false);
@@ -657,7 +675,7 @@ impl Iteration {
             return Ok(true);
         }
 
-        let report = sync_local::apply(db, &Scope::Full, setting, self.raw_tables.as_deref())?;
+        let report = stepped::apply(db, prepared, Scope::Full, setting, self.raw_tables.as_deref())?;
         *last_apply = Some(report);
         storage::mark_applied(db, &checkpoint.buckets, checkpoint.last_op_id)?;
         let synced_at = storage::record_sync(db, FULL_SYNC_PRIORITY)?;
@@ -697,6 +715,7 @@ impl Iteration {
         out: &mut Vec<Instruction>,
         setting: Setting,
         last_apply: &mut Option<ApplyReport>,
+        prepared: &mut Option<sync_local::Apply>,
     ) -> Result<bool> {
         if !self.validate(db, priority, "partial checkpoint", out)? {
             return Ok(false);
@@ -712,7 +731,7 @@ impl Iteration {
             return Ok(true);
         }
         let ids = storage::bucket_ids(db, &names)?;
-        let report = sync_local::apply(db, &Scope::Buckets(ids.clone()), setting, self.raw_tables.as_deref())?;
+        let report = stepped::apply(db, prepared, Scope::Buckets(ids.clone()), setting, self.raw_tables.as_deref())?;
         *last_apply = Some(report);
         storage::mark_buckets_applied(db, &ids, checkpoint.last_op_id)?;
         let synced_at = storage::record_sync(db, priority)?;
@@ -733,63 +752,10 @@ fn protocol_error(encoding: &'static str) -> impl Fn(OpliteError) -> OpliteError
     }
 }
 
+mod stepped;
+
 #[cfg(test)]
-mod tests {
-    use std::time::Instant;
-
-    use serde_json::Value as JsonValue;
-
-    use super::*;
-
-    /// What the copy `control` keeps of an iteration costs, next to the
-    /// cheapest call that changes it (quoted in the module docs):
-    /// `cargo test-ext --lib snapshot_cost -- --ignored --nocapture`.
-    #[test]
-    #[ignore = "a measurement"]
-    fn snapshot_cost() {
-        const BUCKETS: usize = 1000;
-        let db = Connection::open_in_memory().unwrap();
-        crate::register(&db).unwrap();
-        db.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").unwrap();
-        let mut client = SyncClient::default();
-        let mut control = |op: &str, text: &str| {
-            db.execute_batch("BEGIN").unwrap();
-            client.control(&db, op, Payload::Text(text)).unwrap();
-            db.execute_batch("COMMIT").unwrap();
-        };
-        control("subscriptions", r#"{"subscribe":{"stream":{"name":"s"}}}"#);
-        control("start", "{}");
-        let buckets: Vec<JsonValue> = (0..BUCKETS)
-            .map(|b| {
-                serde_json::json!({"bucket": format!("bucket{b}"), "checksum": 0, "count": 2000,
-                                   "priority": b % 4, "subscriptions": [{"sub": 0}]})
-            })
-            .collect();
-        let checkpoint = serde_json::json!({"checkpoint": {"last_op_id": "1000000", "buckets": buckets,
-            "streams": [{"name": "s", "is_default": false, "errors": []}]}});
-        control("line_text", &checkpoint.to_string());
-        let lines: Vec<String> = (0..2 * BUCKETS)
-            .map(|i| {
-                serde_json::json!({"data": {"bucket": format!("bucket{}", i % BUCKETS), "data": [{
-                    "op_id": (i + 1).to_string(), "op": "PUT", "object_type": "t", "object_id": format!("r{i}"),
-                    "checksum": 0, "data": "{}"}]}})
-                .to_string()
-            })
-            .collect();
-        let started = Instant::now();
-        for line in &lines {
-            control("line_text", line);
-        }
-        let per_line = started.elapsed() / lines.len() as u32;
-        let iteration = client.iteration.as_ref().unwrap();
-        let started = Instant::now();
-        for _ in 0..100 {
-            std::hint::black_box(iteration.clone());
-        }
-        let per_clone = started.elapsed() / 100;
-        println!("{BUCKETS} buckets: cloning the iteration {per_clone:?}; a call storing a one-op line {per_line:?}");
-    }
-}
+mod snapshot_tests;
 
 #[cfg(test)]
 mod progress_tests;

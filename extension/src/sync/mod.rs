@@ -41,7 +41,27 @@ use payload::Payload;
 use crate::sync_local::{Setting, Strategy};
 use status::SyncStatus;
 
-/// Registers `powersync_control` and `powersync_offline_sync_status`.
+/// The error of a function called while `powersync_control` runs.
+fn busy(function: &'static str) -> OpliteError {
+    OpliteError::Misuse { function, reason: "called while powersync_control runs".into() }
+}
+
+/// Argument 2 of `powersync_control` (and `oplite_apply_prepare`): the payload.
+fn payload_arg<'a>(args: &[ValueRef<'a>], function: &'static str) -> Result<Payload<'a>> {
+    Ok(match args.get(1) {
+        None | Some(ValueRef::Null) => Payload::Null,
+        Some(ValueRef::Text(bytes)) => Payload::Text(std::str::from_utf8(bytes).map_err(|_| {
+            OpliteError::InvalidArgument { function, message: "argument 2 is not valid UTF-8".into(), type_mismatch: false }
+        })?),
+        Some(ValueRef::Blob(bytes)) => Payload::Blob(bytes),
+        Some(ValueRef::Integer(i)) => Payload::Integer(*i),
+        Some(ValueRef::Real(_)) => Payload::Other,
+    })
+}
+
+/// Registers `powersync_control` (with `oplite_apply_prepare` and
+/// `oplite_apply_step`, its apply in steps: see `client/stepped.rs`) and
+/// `powersync_offline_sync_status`.
 pub fn register(db: &Connection) -> Result<()> {
     let client = Rc::new(RefCell::new(SyncClient::default()));
     let control_client = client.clone();
@@ -57,19 +77,7 @@ pub fn register(db: &Connection) -> Result<()> {
                 message: "argument 1 (the operation) must not be NULL".into(),
                 type_mismatch: false,
             })?;
-            let payload = match args.get(1) {
-                None | Some(ValueRef::Null) => Payload::Null,
-                Some(ValueRef::Text(bytes)) => Payload::Text(std::str::from_utf8(bytes).map_err(|_| {
-                    OpliteError::InvalidArgument {
-                        function: "powersync_control",
-                        message: "argument 2 is not valid UTF-8".into(),
-                        type_mismatch: false,
-                    }
-                })?),
-                Some(ValueRef::Blob(bytes)) => Payload::Blob(bytes),
-                Some(ValueRef::Integer(i)) => Payload::Integer(*i),
-                Some(ValueRef::Real(_)) => Payload::Other,
-            };
+            let payload = payload_arg(args, "powersync_control")?;
             let mut client = control_client.try_borrow_mut().map_err(|_| OpliteError::Misuse {
                 function: "powersync_control",
                 reason: "called again while a call is running".into(),
@@ -83,6 +91,42 @@ pub fn register(db: &Connection) -> Result<()> {
                 ControlResult::Value(Some(v)) => Value::Integer(v),
                 ControlResult::Value(None) => Value::Null,
             })
+        }),
+    )?;
+    let prepare_client = client.clone();
+    register_scalar(
+        db,
+        "oplite_apply_prepare",
+        2,
+        Purity::DirectOnly,
+        Box::new(move |db, args| {
+            require_transaction(db, "oplite_apply_prepare")?;
+            let op = text_arg(args, 0, "oplite_apply_prepare")?.unwrap_or_default();
+            let payload = payload_arg(args, "oplite_apply_prepare")?;
+            let mut client = prepare_client.try_borrow_mut().map_err(|_| busy("oplite_apply_prepare"))?;
+            Ok(Value::Integer(client.prepare_apply(db, op, payload)?.into()))
+        }),
+    )?;
+    let step_client = client.clone();
+    register_scalar(
+        db,
+        "oplite_apply_step",
+        1,
+        Purity::DirectOnly,
+        Box::new(move |db, args| {
+            require_transaction(db, "oplite_apply_step")?;
+            let budget = match args.first() {
+                Some(ValueRef::Integer(n)) if *n > 0 => *n as u64,
+                _ => {
+                    return Err(OpliteError::InvalidArgument {
+                        function: "oplite_apply_step",
+                        message: "argument 1 (rows per step) must be a positive integer".into(),
+                        type_mismatch: true,
+                    })
+                }
+            };
+            let mut client = step_client.try_borrow_mut().map_err(|_| busy("oplite_apply_step"))?;
+            Ok(Value::Integer(client.apply_step(db, budget)?.into()))
         }),
     )?;
     let setting_client = client.clone();

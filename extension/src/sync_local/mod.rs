@@ -10,6 +10,7 @@
 //! recounts `oplite_pending_ops` (see [`pending_ops_above`]).
 
 mod from_scratch;
+mod job;
 mod sink;
 pub mod strategy;
 
@@ -19,18 +20,19 @@ use rusqlite::{Connection, Row};
 
 use crate::error::{Result, SqliteResultExt};
 use crate::schema::RawTable;
+pub use job::Apply;
 pub use sink::RowSink;
 pub use strategy::{Decision, ScopeStats, Setting, Strategy};
 
 /// SQL: incremental, all buckets.
 pub const INCREMENTAL: &str = include_str!("../../../sql/sync_local/incremental.sql");
-/// SQL: incremental, the buckets in ?1.
+/// SQL: incremental, the buckets in :buckets.
 pub const INCREMENTAL_BUCKETS: &str = include_str!("../../../sql/sync_local/incremental_buckets.sql");
 /// SQL: from scratch, all buckets, one row type.
 pub const FROM_SCRATCH: &str = include_str!("../../../sql/sync_local/from_scratch.sql");
 /// SQL: from scratch, the buckets in :buckets, one row type.
 pub const FROM_SCRATCH_BUCKETS: &str = include_str!("../../../sql/sync_local/from_scratch_buckets.sql");
-pub use from_scratch::DELETED_ROWS;
+pub use from_scratch::{CHUNK_END, DELETED_ROWS, NEXT_ROW, TYPE_BOUNDS};
 /// SQL: rows in ps_updated_rows with their newest data.
 pub const UPDATED_ROWS: &str = include_str!("../../../sql/sync_local/updated_rows.sql");
 /// SQL: the stats of a full apply.
@@ -132,59 +134,13 @@ pub fn scope_stats(db: &Connection, scope: &Scope) -> Result<ScopeStats> {
     .context("reading sync_local stats")
 }
 
-/// Applies the oplog to the app's tables for `scope`. `raw_tables` (from
-/// `start`'s schema) replace the raw tables `powersync_replace_schema`
-/// recorded.
+/// Applies the oplog to the app's tables for `scope`, in one go (see
+/// [`Apply`] for an apply in steps). `raw_tables` (from `start`'s schema)
+/// replace the raw tables `powersync_replace_schema` recorded.
 pub fn apply(db: &Connection, scope: &Scope, setting: Setting, raw_tables: Option<&[RawTable]>) -> Result<ApplyReport> {
-    const CONTEXT: &str = "applying a checkpoint (sync_local)";
-    let stats = scope_stats(db, scope)?;
-    let mut decision = strategy::choose(setting, &stats);
-    let sink = RowSink::new(db, raw_tables)?;
-    // The app's triggers on data tables see the reference's events: each
-    // row once, ordered by type and id (see `RowWriter::in_order`).
-    let in_order = sink.app_triggers().then(BTreeMap::new);
-    if in_order.is_some() && decision.strategy == Strategy::FromScratch {
-        decision.strategy = Strategy::Incremental;
-        decision.reason.push_str("; incremental in row order for the app's triggers on data tables");
-    }
-    let chunk = (in_order.is_none() && decision.strategy == Strategy::Incremental).then_some(ORDERED_CHUNK_BYTES);
-    let in_order = in_order.or_else(|| chunk.map(|_| BTreeMap::new()));
-    let mut write = RowWriter { sink, rows_put: 0, rows_deleted: 0, in_order, chunk, held: 0 };
-    match decision.strategy {
-        Strategy::Incremental => {
-            let mut stmt = db.prepare(if *scope == Scope::Full { INCREMENTAL } else { INCREMENTAL_BUCKETS })
-                .context(CONTEXT)?;
-            let mut rows = match scope.bucket_json() {
-                Some(ids) => stmt.query([ids]),
-                None => stmt.query([]),
-            }
-            .context(CONTEXT)?;
-            while let Some(row) = rows.next().context(CONTEXT)? {
-                write.row(row)?;
-            }
-        }
-        Strategy::FromScratch => {
-            let (put, deleted) = from_scratch::apply(db, write.sink(), scope, stats.min_applied_op)?;
-            write.count(put, deleted);
-        }
-    }
-    // A full apply also writes the rows marked in ps_updated_rows, usually
-    // none: a one-op apply then skips preparing that query (measured with
-    // callgrind, 1M-row single_op bench: see docs/benchmarks.md).
-    let any_updated = || db.query_row("SELECT EXISTS(SELECT 1 FROM ps_updated_rows)", [], |r| r.get::<_, bool>(0));
-    let updated_rows = *scope == Scope::Full && any_updated().context(CONTEXT)?;
-    if updated_rows {
-        let mut stmt = db.prepare(UPDATED_ROWS).context(CONTEXT)?;
-        let mut rows = stmt.query([]).context(CONTEXT)?;
-        while let Some(row) = rows.next().context(CONTEXT)? {
-            write.row(row)?;
-        }
-    }
-    write.flush()?;
-    if updated_rows {
-        db.execute("DELETE FROM ps_updated_rows", []).context(CONTEXT)?;
-    }
-    Ok(ApplyReport { decision, stats, rows_put: write.rows_put, rows_deleted: write.rows_deleted })
+    let mut job = Apply::start(db, scope.clone(), setting, raw_tables)?;
+    while !job.step(db, u64::MAX)? {}
+    Ok(job.report())
 }
 
 /// Writes rows coming from a query (row_type, row_id, data) and counts them.

@@ -127,6 +127,13 @@ pub struct Driver {
     pub on_event: Box<dyn FnMut(&Connection, &Model, &Event)>,
     /// The next write checkpoint an upload gets.
     pub next_write_checkpoint: i64,
+    /// Apply checkpoints in steps of this many rows, as the web adapter's
+    /// Worker does: `oplite_apply_prepare` before each call and, when it
+    /// says the call applies, `oplite_apply_step` until done, in the call's
+    /// transaction.
+    pub apply_steps: Option<u64>,
+    /// How many `oplite_apply_step` calls ran.
+    pub steps_taken: u64,
     local_writes: u64,
     iteration_active: bool,
 }
@@ -201,6 +208,8 @@ impl Driver {
             check_each_step: false,
             on_event: Box::new(|_, _, _| {}),
             next_write_checkpoint: 1,
+            apply_steps: None,
+            steps_taken: 0,
             local_writes: 0,
             iteration_active: false,
         }
@@ -245,8 +254,20 @@ impl Driver {
     /// `powersync_control(op, payload)` in its own transaction, without
     /// touching the model.
     pub fn raw_control(&mut self, op: &str, payload: &SqlValue) -> rusqlite::Result<Value> {
-        let out: Option<String> =
-            self.tx(|db| db.query_row("SELECT powersync_control(?1, ?2)", (op, payload), |r| r.get(0)))?;
+        let steps = self.apply_steps;
+        let mut taken = 0;
+        let out: Option<String> = self.tx(|db| {
+            if let Some(budget) = steps {
+                if db.query_row("SELECT oplite_apply_prepare(?1, ?2)", (op, payload), |r| r.get::<_, bool>(0))? {
+                    taken += 1;
+                    while db.query_row("SELECT oplite_apply_step(?1)", [budget as i64], |r| r.get::<_, bool>(0))? {
+                        taken += 1;
+                    }
+                }
+            }
+            db.query_row("SELECT powersync_control(?1, ?2)", (op, payload), |r| r.get(0))
+        })?;
+        self.steps_taken += taken;
         Ok(match out {
             Some(text) if text.starts_with('[') => serde_json::from_str(&text).unwrap(),
             _ => Value::Null,
