@@ -9,7 +9,7 @@
 //! match the database, checked through [`OWNER_KEY`] and restored by
 //! [`SyncClient::control`] when a call fails. The copy that restoring needs
 //! costs 2.3 µs with 1,000 buckets, against 250 µs for a call storing a
-//! one-op line (debug build, `snapshot_cost` below), and neither grows
+//! one-op line (debug build, `snapshot_cost` in `client/snapshot_tests.rs`), and neither grows
 //! with the number of buckets (download progress is kept line by line, see
 //! [`super::progress`]).
 
