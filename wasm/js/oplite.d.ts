@@ -69,6 +69,8 @@ export interface Stats {
   journalBytesWritten: number;
   /** Bytes written to database files. */
   dbBytesWritten: number;
+  /** Rollback journals deleted (one at the end of each write transaction in the default journal mode). */
+  journalsDeleted: number;
   /** SQLite's heap in use and its high-water mark. */
   memoryUsed: number;
   memoryHighwater: number;

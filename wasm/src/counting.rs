@@ -6,14 +6,18 @@
 //! mirror). The wrapper forwards every call and adds the bytes of each write
 //! to one of three counters: temporary files (temp databases, transient
 //! tables, sorter spills, statement journals), rollback journals, and the
-//! main database. The counters are what `stats()` reports and what the
-//! browser tests use to prove that a sync spills nothing to temporary files
-//! (sync_local promises never to build a temporary b-tree).
+//! main database; it also counts deleted rollback journals (one per write
+//! transaction in the default journal mode). The counters are what
+//! `stats()` reports and what the browser tests use to prove that a sync
+//! spills nothing to temporary files (sync_local promises never to build a
+//! temporary b-tree) and that a reader deletes no journal of its writer.
 //!
 //! **Locks.** The base VFSs keep a lock level per handle and nothing more, so
 //! two connections on one file (the writer and its reader, see
 //! `Database.openReader`) would not see each other: a reader would find no
-//! RESERVED lock, take the writer's journal for a hot one and roll it back.
+//! RESERVED lock, take the writer's journal for a hot one (once its header
+//! is complete: after it was synced, or at once with `synchronous=OFF`) and
+//! roll it back.
 //! So the wrapper implements SQLite's lock protocol for main database files
 //! itself, in a table keyed by base VFS and file name shared by all
 //! connections of this (single-threaded) module; see [`FileLocks`]. Lock and
@@ -37,7 +41,7 @@ use std::rc::{Rc, Weak};
 use rusqlite::ffi;
 
 thread_local! {
-    static COUNTS: Cell<WriteCounts> = const { Cell::new(WriteCounts { temp: 0, journal: 0, main: 0 }) };
+    static COUNTS: Cell<WriteCounts> = const { Cell::new(WriteCounts { temp: 0, journal: 0, main: 0, journals_deleted: 0 }) };
 }
 
 /// Bytes written since the module was loaded, by kind of file.
@@ -49,6 +53,9 @@ pub struct WriteCounts {
     pub journal: u64,
     /// Main database files.
     pub main: u64,
+    /// Rollback journals deleted (`<db>-journal`): by the transaction that
+    /// wrote each, at its end, or by a connection rolling back a hot one.
+    pub journals_deleted: u64,
 }
 
 /// The counters so far (all databases of this module together).
@@ -294,7 +301,14 @@ macro_rules! forward_vfs {
 }
 
 unsafe extern "C" fn x_delete(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, sync_dir: c_int) -> c_int {
-    unsafe { forward_vfs!(vfs, xDelete, ffi::SQLITE_IOERR_DELETE, name, sync_dir) }
+    unsafe {
+        let rc = forward_vfs!(vfs, xDelete, ffi::SQLITE_IOERR_DELETE, name, sync_dir);
+        // SQLite passes a NUL-terminated name.
+        if rc == ffi::SQLITE_OK && !name.is_null() && CStr::from_ptr(name).to_bytes().ends_with(b"-journal") {
+            COUNTS.with(|c| c.set(WriteCounts { journals_deleted: c.get().journals_deleted + 1, ..c.get() }));
+        }
+        rc
+    }
 }
 unsafe extern "C" fn x_access(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, flags: c_int, out: *mut c_int) -> c_int {
     unsafe { forward_vfs!(vfs, xAccess, ffi::SQLITE_IOERR_ACCESS, name, flags, out) }

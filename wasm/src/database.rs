@@ -361,7 +361,7 @@ impl Database {
     }
 
     /// Counters: bytes written to temporary files, journals and database
-    /// files by all databases of this module; SQLite's memory in use and
+    /// files by all databases of this module, rollback journals deleted; SQLite's memory in use and
     /// its high-water mark (reset when `resetHighwater` is true); the size
     /// of the module's linear memory (which holds `idb` databases whole).
     pub fn stats(&self, reset_highwater: bool) -> JsValue {
@@ -380,6 +380,7 @@ impl Database {
         set(&out, "tempBytesWritten", JsValue::from_f64(counts.temp as f64));
         set(&out, "journalBytesWritten", JsValue::from_f64(counts.journal as f64));
         set(&out, "dbBytesWritten", JsValue::from_f64(counts.main as f64));
+        set(&out, "journalsDeleted", JsValue::from_f64(counts.journals_deleted as f64));
         set(&out, "memoryUsed", JsValue::from_f64(current as f64));
         set(&out, "memoryHighwater", JsValue::from_f64(highwater as f64));
         let wasm_memory = std::arch::wasm32::memory_size::<0>() as f64 * 65536.0;

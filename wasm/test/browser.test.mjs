@@ -125,17 +125,17 @@ for (const vfs of ['opfs', 'idb']) {
     // Through transaction(): the reader's query resolves while the writer's
     // transaction is open (it does not queue behind it) and sees the old count.
     const during = await call(page, 'readDuringTransaction', {
-      write: 'INSERT INTO big SELECT n + 40000, NULL FROM big',
+      write: 'INSERT INTO big SELECT n + 60000, NULL FROM big',
       read: 'SELECT count(*) AS n FROM big',
     });
-    assert.deepEqual(during, { inside: [{ n: 40_000 }] });
-    assert.equal((await call(page, 'readerQuery', { sql: 'SELECT count(*) AS n FROM big' }))[0].n, 80_000);
+    assert.deepEqual(during, { inside: [{ n: 60_001 }] });
+    assert.equal((await call(page, 'readerQuery', { sql: 'SELECT count(*) AS n FROM big' }))[0].n, 120_002);
     const write = await attempt(page, 'readerQuery', { sql: 'DELETE FROM big' });
     assert.equal(write.error?.code, 8, `the reader is query_only: ${JSON.stringify(write)}`);
     // close() closes the reader first; the storage reopens with everything.
     await call(page, 'close');
     await call(page, 'open', { name, vfs });
-    assert.equal((await call(page, 'query', { sql: 'SELECT count(*) AS n FROM big' }))[0].n, 80_000);
+    assert.equal((await call(page, 'query', { sql: 'SELECT count(*) AS n FROM big' }))[0].n, 120_002);
     await call(page, 'openReader');
     await call(page, 'closeReader');
     assert.equal((await call(page, 'query', { sql: 'PRAGMA integrity_check' }))[0].integrity_check, 'ok');
