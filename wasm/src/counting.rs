@@ -17,13 +17,12 @@
 //! `Database.openReader`) would not see each other: a reader would find no
 //! RESERVED lock, take the writer's journal for a hot one (once its header
 //! is complete: after it was synced, or at once with `synchronous=OFF`) and
-//! roll it back.
-//! So the wrapper implements SQLite's lock protocol for main database files
-//! itself, in a table keyed by base VFS and file name shared by all
-//! connections of this (single-threaded) module; see [`FileLocks`]. Lock and
-//! unlock calls still reach the base VFS once the wrapper grants them (the
-//! IndexedDB mirror finds commit points in its unlock). Journals and other
-//! files are not locked by SQLite and pass through unchanged.
+//! roll it back. So the wrapper implements SQLite's lock protocol for main
+//! database files itself, in a table keyed by base VFS and file name shared
+//! by all connections of this (single-threaded) module; see [`FileLocks`].
+//! Lock and unlock calls still reach the base VFS once the wrapper grants
+//! them (the IndexedDB mirror finds commit points in its unlock). Journals
+//! and other files are not locked by SQLite and pass through unchanged.
 //!
 //! The wrapper advertises I/O methods version 1 (no shared memory, no
 //! memory mapping), like every VFS it wraps here, so SQLite never tries WAL
