@@ -69,6 +69,8 @@ export interface Stats {
   journalBytesWritten: number;
   /** Bytes written to database files. */
   dbBytesWritten: number;
+  /** Rollback journals deleted (one at the end of each write transaction in the default journal mode). */
+  journalsDeleted: number;
   /** SQLite's heap in use and its high-water mark. */
   memoryUsed: number;
   memoryHighwater: number;
@@ -106,7 +108,29 @@ export declare class Database {
   /** Resolves when everything committed so far is durable. */
   flush(): Promise<void>;
   stats(options?: { reset?: boolean }): Promise<Stats>;
-  /** Flushes, closes and releases the cross-tab lock. */
+  /**
+   * A second, read-only connection ('opfs' and 'idb'; a memory database
+   * rejects): see Reader. close() closes its readers first.
+   */
+  openReader(): Promise<Reader>;
+  /** Closes the readers, flushes, closes and releases the cross-tab lock. */
+  close(): Promise<void>;
+}
+
+/**
+ * A read-only connection from Database.openReader(), with its own queue: it
+ * reads the last committed state while the database has a transaction open.
+ * While that transaction has written pages into the file (a cache spill;
+ * PRAGMA cache_spill = OFF on the writer avoids it) reads reject with a
+ * SqliteError of code 5 (SQLITE_BUSY).
+ */
+export declare class Reader {
+  readonly name: string;
+  readonly vfs: Vfs;
+  query(sql: string, params?: SqlParams): Promise<Row[]>;
+  executeRaw(sql: string, params?: SqlParams): Promise<RawResult>;
+  get(sql: string, params?: SqlParams): Promise<Row | undefined>;
+  /** Closes the reader; the database stays open. */
   close(): Promise<void>;
 }
 

@@ -10,6 +10,10 @@
 // Calls are queued: each runs alone, in order, synchronously inside the
 // module, so a transaction() callback sees nobody else's writes. Listeners
 // of onTablesChanged() hear about each committed write transaction.
+// db.openReader() adds a read-only second connection with its own queue: it
+// reads the last committed state while a transaction() is open, and fails
+// with SQLITE_BUSY (code 5) while the writer's transaction has changed the
+// file (see Reader).
 //
 // Cross-tab safety: opening an 'opfs' or 'idb' database takes a Web Lock
 // named after it; a second tab or worker gets a DatabaseLockedError (or
@@ -261,16 +265,41 @@ class Transaction {
   }
 }
 
-export class Database {
+// The reads Database and Reader share; each runs fn(raw) through the
+// subclass's own queue (_queued).
+class Queries {
+  /** Runs a query; resolves to its rows as plain objects. */
+  query(sql, params) {
+    return this._queued((raw) => raw.query(sql, params ?? null));
+  }
+
+  /**
+   * Runs one statement; resolves to {columnNames, rawRows, changes,
+   * lastInsertRowid}, rows as arrays in column order (the PowerSync SDKs'
+   * executeRaw shape).
+   */
+  executeRaw(sql, params) {
+    return this._queued((raw) => raw.executeRaw(sql, params ?? null));
+  }
+
+  /** The first row of a query, or undefined. */
+  async get(sql, params) {
+    return (await this.query(sql, params))[0];
+  }
+}
+
+export class Database extends Queries {
   #raw;
   #queue = Promise.resolve();
   #listeners = new Set();
+  #readers = new Set();
   #store;
   #onClose;
   #longestCallMs = 0;
   #inTransaction = false;
 
   constructor(raw, name, vfs, store, onClose) {
+    super();
     this.#raw = raw;
     this.name = name;
     this.vfs = vfs;
@@ -320,23 +349,8 @@ export class Database {
     return this.#run((raw) => raw.execute(sql, params ?? null));
   }
 
-  /** Runs a query; resolves to its rows as plain objects. */
-  query(sql, params) {
-    return this.#run((raw) => raw.query(sql, params ?? null));
-  }
-
-  /**
-   * Runs one statement; resolves to {columnNames, rawRows, changes,
-   * lastInsertRowid}, rows as arrays in column order (the PowerSync SDKs'
-   * executeRaw shape).
-   */
-  executeRaw(sql, params) {
-    return this.#run((raw) => raw.executeRaw(sql, params ?? null));
-  }
-
-  /** The first row of a query, or undefined. */
-  async get(sql, params) {
-    return (await this.query(sql, params))[0];
+  _queued(fn) {
+    return this.#run(fn);
   }
 
   /** powersync_control(op, payload) in its own transaction; resolves to the parsed instructions. */
@@ -400,9 +414,20 @@ export class Database {
     return out;
   }
 
-  /** Flushes, closes the connection and releases the cross-tab lock. */
+  /**
+   * A second, read-only connection to this database ('opfs' and 'idb'):
+   * see Reader. close() closes it too.
+   */
+  async openReader() {
+    const reader = new Reader(this._raw().openReader(), this.name, this.vfs, (r) => this.#readers.delete(r));
+    this.#readers.add(reader);
+    return reader;
+  }
+
+  /** Closes the readers, flushes, closes the connection and releases the cross-tab lock. */
   async close() {
     if (this.#raw == null) return;
+    for (const reader of [...this.#readers]) await reader.close();
     await this.#queue;
     try {
       if (this.#store != null) await this.#store.flush();
@@ -419,6 +444,53 @@ export class Database {
         }
         this.#onClose();
       }
+    }
+  }
+}
+
+/**
+ * A read-only connection to a database (from db.openReader()), for queries
+ * that must not wait behind the writer: calls queue among themselves only.
+ * It sees the last committed state. The writer and the reader share SQLite's
+ * file locks, so a read while the writer's open transaction has written
+ * pages into the file (a cache spill: run long transactions with
+ * PRAGMA cache_spill = OFF to avoid it) rejects with SQLITE_BUSY (code 5)
+ * instead of reading a half-written file; retry after the writer commits.
+ */
+export class Reader extends Queries {
+  #raw;
+  #queue = Promise.resolve();
+  #onClose;
+
+  constructor(raw, name, vfs, onClose) {
+    super();
+    this.#raw = raw;
+    this.name = name;
+    this.vfs = vfs;
+    this.#onClose = onClose;
+  }
+
+  // Runs fn alone, after every call of this reader queued before it.
+  _queued(fn) {
+    const result = this.#queue.then(() => {
+      if (this.#raw == null) throw new Error(`the reader of ${JSON.stringify(this.name)} is closed`);
+      return fn(this.#raw);
+    });
+    this.#queue = result.then(() => undefined, () => undefined);
+    return result;
+  }
+
+  /** Closes the connection; the database stays open. */
+  async close() {
+    if (this.#raw == null) return;
+    await this.#queue;
+    const raw = this.#raw;
+    this.#raw = null;
+    try {
+      raw.close();
+    } finally {
+      raw.free();
+      this.#onClose(this);
     }
   }
 }

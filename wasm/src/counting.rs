@@ -1,29 +1,46 @@
-//! A pass-through VFS that counts what SQLite writes, by kind of file.
+//! A pass-through VFS that counts what SQLite writes, by kind of file, and
+//! locks main database files across the connections of this module.
 //!
 //! Every database opened by this module goes through a wrapper named
 //! `<base>+count` around its real VFS (memvfs, the OPFS pool, the IndexedDB
 //! mirror). The wrapper forwards every call and adds the bytes of each write
 //! to one of three counters: temporary files (temp databases, transient
 //! tables, sorter spills, statement journals), rollback journals, and the
-//! main database. The counters are what `stats()` reports and what the
-//! browser tests use to prove that a sync spills nothing to temporary files
-//! (sync_local promises never to build a temporary b-tree).
+//! main database; it also counts deleted rollback journals (one per write
+//! transaction in the default journal mode). The counters are what
+//! `stats()` reports and what the browser tests use to prove that a sync
+//! spills nothing to temporary files (sync_local promises never to build a
+//! temporary b-tree) and that a reader deletes no journal of its writer.
+//!
+//! **Locks.** The base VFSs keep a lock level per handle and nothing more, so
+//! two connections on one file (the writer and its reader, see
+//! `Database.openReader`) would not see each other: a reader would find no
+//! RESERVED lock, take the writer's journal for a hot one (once its header
+//! is complete: after it was synced, or at once with `synchronous=OFF`) and
+//! roll it back. So the wrapper implements SQLite's lock protocol for main
+//! database files itself, in a table keyed by base VFS and file name shared
+//! by all connections of this (single-threaded) module; see [`FileLocks`].
+//! Lock and unlock calls still reach the base VFS once the wrapper grants
+//! them (the IndexedDB mirror finds commit points in its unlock). Journals
+//! and other files are not locked by SQLite and pass through unchanged.
 //!
 //! The wrapper advertises I/O methods version 1 (no shared memory, no
 //! memory mapping), like every VFS it wraps here, so SQLite never tries WAL
 //! shared memory through it.
 //!
 //! This is the one module with raw SQLite structs besides [`crate::mirror`];
-//! it mirrors `extension/tests/common/counting_vfs.rs`.
+//! its counting mirrors `extension/tests/common/counting_vfs.rs`.
 
-use std::cell::Cell;
-use std::ffi::{c_char, c_int, c_void, CString};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr;
+use std::rc::{Rc, Weak};
 
 use rusqlite::ffi;
 
 thread_local! {
-    static COUNTS: Cell<WriteCounts> = const { Cell::new(WriteCounts { temp: 0, journal: 0, main: 0 }) };
+    static COUNTS: Cell<WriteCounts> = const { Cell::new(WriteCounts { temp: 0, journal: 0, main: 0, journals_deleted: 0 }) };
 }
 
 /// Bytes written since the module was loaded, by kind of file.
@@ -35,6 +52,9 @@ pub struct WriteCounts {
     pub journal: u64,
     /// Main database files.
     pub main: u64,
+    /// Rollback journals deleted (`<db>-journal`): by the transaction that
+    /// wrote each, at its end, or by a connection rolling back a hot one.
+    pub journals_deleted: u64,
 }
 
 /// The counters so far (all databases of this module together).
@@ -53,11 +73,103 @@ enum Kind {
     Main,
 }
 
+const NONE: c_int = ffi::SQLITE_LOCK_NONE;
+const SHARED: c_int = ffi::SQLITE_LOCK_SHARED;
+const RESERVED: c_int = ffi::SQLITE_LOCK_RESERVED;
+const PENDING: c_int = ffi::SQLITE_LOCK_PENDING;
+const EXCLUSIVE: c_int = ffi::SQLITE_LOCK_EXCLUSIVE;
+
+/// The locks held on one main database file by all its handles, under
+/// SQLite's protocol (NONE < SHARED < RESERVED < PENDING < EXCLUSIVE): any
+/// number of handles may hold SHARED, at most one holds more. That one is
+/// the writer: RESERVED lets readers start, PENDING (on the way to
+/// EXCLUSIVE) lets no new reader start, EXCLUSIVE is granted once no other
+/// handle holds SHARED.
+#[derive(Default)]
+struct FileLocks {
+    /// Handles holding SHARED or more.
+    shared: u32,
+    /// The level of the one handle above SHARED, or NONE.
+    writer: c_int,
+}
+
+impl FileLocks {
+    /// Moves one handle's lock from `from` to `to`, without checks.
+    fn set(&mut self, from: c_int, to: c_int) {
+        if from < SHARED && to >= SHARED {
+            self.shared += 1;
+        } else if from >= SHARED && to < SHARED {
+            self.shared -= 1;
+        }
+        if to > SHARED {
+            self.writer = to;
+        } else if from > SHARED {
+            self.writer = NONE;
+        }
+    }
+
+    /// Raises a handle's lock from `held` to `want` (xLock). Returns the
+    /// level it holds afterwards and SQLITE_OK or SQLITE_BUSY: a refused
+    /// EXCLUSIVE keeps PENDING, as in SQLite's own VFSs, until the handle
+    /// unlocks.
+    fn raise(&mut self, held: c_int, want: c_int) -> (c_int, c_int) {
+        if want <= held {
+            return (held, ffi::SQLITE_OK);
+        }
+        if held == NONE && want > SHARED {
+            // SQLite always takes SHARED first.
+            return (held, ffi::SQLITE_MISUSE);
+        }
+        // Another handle's write lock; ours if we are the writer.
+        let other = if held > SHARED { NONE } else { self.writer };
+        let refused = match want {
+            SHARED => other >= PENDING,
+            _ => other != NONE,
+        };
+        if refused {
+            return (held, ffi::SQLITE_BUSY);
+        }
+        let mut now = held;
+        if want >= PENDING {
+            self.set(now, PENDING);
+            now = PENDING;
+            // `shared` counts this handle too.
+            if want == EXCLUSIVE && self.shared > 1 {
+                return (PENDING, ffi::SQLITE_BUSY);
+            }
+        }
+        self.set(now, want);
+        (want, ffi::SQLITE_OK)
+    }
+}
+
+thread_local! {
+    /// The lock state of each open main database file, by base VFS and name.
+    static LOCKS: RefCell<HashMap<String, Weak<RefCell<FileLocks>>>> = RefCell::new(HashMap::new());
+}
+
+/// The lock state shared by every handle on the file `key`.
+fn file_locks(key: String) -> Rc<RefCell<FileLocks>> {
+    LOCKS.with(|table| {
+        let mut table = table.borrow_mut();
+        if let Some(locks) = table.get(&key).and_then(Weak::upgrade) {
+            return locks;
+        }
+        let locks = Rc::new(RefCell::new(FileLocks::default()));
+        table.insert(key, Rc::downgrade(&locks));
+        locks
+    })
+}
+
 #[repr(C)]
 struct CountingFile {
     base: ffi::sqlite3_file,
     kind: Kind,
     real: *mut ffi::sqlite3_file,
+    /// Main database files: the lock this handle holds and the file's lock
+    /// state. `None` for other files, whose lock calls pass through.
+    lock: c_int,
+    locks: Option<Rc<RefCell<FileLocks>>>,
 }
 
 /// Registers (once) and returns the name of the counting wrapper around the
@@ -151,8 +263,19 @@ unsafe extern "C" fn x_open(
         } else {
             Kind::Main
         };
+        (*ours).lock = NONE;
+        // The memory is SQLite's and uninitialised: write the field without
+        // dropping what was there. x_close takes it out again.
+        ptr::addr_of_mut!((*ours).locks).write(None);
         (*real).pMethods = ptr::null();
         let rc = ((*base).xOpen.unwrap())(base, name, real, flags, out_flags);
+        if rc == ffi::SQLITE_OK && matches!((*ours).kind, Kind::Main) {
+            // `name` is non-null for Kind::Main; both strings are SQLite's
+            // or the base VFS's, NUL-terminated.
+            let base_name = CStr::from_ptr((*base).zName).to_string_lossy();
+            let key = format!("{base_name}:{}", CStr::from_ptr(name).to_string_lossy());
+            (*ours).locks = Some(file_locks(key));
+        }
         if !(*real).pMethods.is_null() {
             // Set even on failure: SQLite then calls our xClose, which
             // forwards to the real file's close as the base VFS expects.
@@ -177,7 +300,14 @@ macro_rules! forward_vfs {
 }
 
 unsafe extern "C" fn x_delete(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, sync_dir: c_int) -> c_int {
-    unsafe { forward_vfs!(vfs, xDelete, ffi::SQLITE_IOERR_DELETE, name, sync_dir) }
+    unsafe {
+        let rc = forward_vfs!(vfs, xDelete, ffi::SQLITE_IOERR_DELETE, name, sync_dir);
+        // SQLite passes a NUL-terminated name.
+        if rc == ffi::SQLITE_OK && !name.is_null() && CStr::from_ptr(name).to_bytes().ends_with(b"-journal") {
+            COUNTS.with(|c| c.set(WriteCounts { journals_deleted: c.get().journals_deleted + 1, ..c.get() }));
+        }
+        rc
+    }
 }
 unsafe extern "C" fn x_access(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, flags: c_int, out: *mut c_int) -> c_int {
     unsafe { forward_vfs!(vfs, xAccess, ffi::SQLITE_IOERR_ACCESS, name, flags, out) }
@@ -217,6 +347,14 @@ macro_rules! forward {
 
 unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
     unsafe {
+        let ours = file.cast::<CountingFile>();
+        // SQLite unlocks before it closes; release anything left anyway.
+        if let Some(locks) = (*ours).locks.take() {
+            locks.borrow_mut().set((*ours).lock, NONE);
+            (*ours).lock = NONE;
+            drop(locks);
+            LOCKS.with(|table| table.borrow_mut().retain(|_, locks| locks.strong_count() > 0));
+        }
         let rc = forward!(file, xClose);
         (*file).pMethods = ptr::null();
         rc
@@ -250,14 +388,51 @@ unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int
 unsafe extern "C" fn x_file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
     unsafe { forward!(file, xFileSize, size) }
 }
+// The lock methods: decide in the shared table first, then tell the base VFS.
+// `file` is one of our handles (SQLite passes back what x_open set up), and
+// no base VFS calls back into these, so the RefCell borrows never overlap.
 unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, lock: c_int) -> c_int {
-    unsafe { forward!(file, xLock, lock) }
+    unsafe {
+        let ours = file.cast::<CountingFile>();
+        let Some(locks) = (*ours).locks.clone() else {
+            return forward!(file, xLock, lock);
+        };
+        let held = (*ours).lock;
+        let (reached, rc) = locks.borrow_mut().raise(held, lock);
+        (*ours).lock = reached;
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        let rc = forward!(file, xLock, lock);
+        if rc != ffi::SQLITE_OK {
+            locks.borrow_mut().set(reached, held);
+            (*ours).lock = held;
+        }
+        rc
+    }
 }
 unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, lock: c_int) -> c_int {
-    unsafe { forward!(file, xUnlock, lock) }
+    unsafe {
+        let ours = file.cast::<CountingFile>();
+        if let Some(locks) = &(*ours).locks {
+            let to = lock.min((*ours).lock);
+            locks.borrow_mut().set((*ours).lock, to);
+            (*ours).lock = to;
+        }
+        forward!(file, xUnlock, lock)
+    }
 }
 unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
-    unsafe { forward!(file, xCheckReservedLock, out) }
+    unsafe {
+        match &(*file.cast::<CountingFile>()).locks {
+            // Any handle's, this one's included, as SQLite's own VFSs answer.
+            Some(locks) => {
+                *out = c_int::from(locks.borrow().writer >= RESERVED);
+                ffi::SQLITE_OK
+            }
+            None => forward!(file, xCheckReservedLock, out),
+        }
+    }
 }
 unsafe extern "C" fn x_file_control(file: *mut ffi::sqlite3_file, op: c_int, arg: *mut c_void) -> c_int {
     unsafe {

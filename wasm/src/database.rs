@@ -1,12 +1,13 @@
 //! The `Database` class exported to JS: one SQLite connection with oplite
-//! registered, on one of the three storages (see the crate docs).
+//! registered, on one of the three storages (see the crate docs), and the
+//! read-only second connection `openReader()` adds on the same file.
 //!
 //! Every method is synchronous: SQLite runs on the calling thread (a
 //! dedicated Worker in browsers). `js/oplite.js` wraps this class in the
 //! promise-based API apps use; this layer stays small and typed so that the
 //! JS side only moves values.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use js_sys::{Array, Object, Reflect, Uint32Array, Uint8Array};
@@ -24,14 +25,21 @@ enum Storage {
     Memory,
     Opfs(OpfsSAHPoolUtil),
     Idb(Rc<RefCell<mirror::MirrorFile>>),
+    /// A reader (see [`Database::open_reader`]): its writer owns the storage.
+    Reader,
 }
 
-/// An open database.
+/// An open database: the writer connection [`open_database`] returns, or a
+/// reader on the same file.
 #[wasm_bindgen]
 pub struct Database {
     conn: Option<Connection>,
     name: String,
     storage: Storage,
+    /// The VFS the connection was opened on (the counting wrapper).
+    vfs: String,
+    /// Open readers of the writer; a reader shares its writer's counter.
+    readers: Rc<Cell<u32>>,
 }
 
 /// A JS `Error` named `SqliteError` with the extended result `code`.
@@ -112,11 +120,20 @@ pub async fn open_database(name: String, vfs: String) -> Result<Database, JsValu
     let counted = counting::wrap(&base_vfs).map_err(|e| usage_error(&e))?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags_and_vfs(&name, flags, counted.as_str()).map_err(|e| sqlite_error(&e))?;
+    no_busy_wait(&conn)?;
     // Table-change notification: oplite's own update/commit/rollback hooks,
     // read back with powersync_update_hooks('get') (PROTOCOL.md §5).
     conn.execute_batch("BEGIN; SELECT powersync_init(); COMMIT; SELECT powersync_update_hooks('install');")
         .map_err(|e| sqlite_error(&e))?;
-    Ok(Database { conn: Some(conn), name, storage })
+    Ok(Database { conn: Some(conn), name, storage, vfs: counted, readers: Rc::new(Cell::new(0)) })
+}
+
+/// Turns off rusqlite's default 5 s busy timeout. Every connection of this
+/// module runs on one thread, so nothing can release a lock while SQLite
+/// waits (and its sleep blocks the Worker): a lock another connection of
+/// the module holds is reported as SQLITE_BUSY at once.
+fn no_busy_wait(conn: &Connection) -> Result<(), JsValue> {
+    conn.busy_timeout(std::time::Duration::ZERO).map_err(|e| sqlite_error(&e))
 }
 
 impl Database {
@@ -141,6 +158,47 @@ impl Database {
 
 #[wasm_bindgen]
 impl Database {
+    /// A second connection to this database, for reads only: it sees the
+    /// last committed state while this connection has a write transaction
+    /// open. It is opened read-write (so SQLite takes the same file locks)
+    /// with `PRAGMA query_only = 1`; it runs no `powersync_init` and
+    /// installs no update hooks. The two connections coordinate through the
+    /// locks of [`crate::counting`]: a read fails with SQLITE_BUSY while the
+    /// writer holds PENDING or EXCLUSIVE, which it does once its transaction
+    /// spilled pages into the file (run it with `PRAGMA cache_spill = OFF`
+    /// to keep the file unchanged until COMMIT) and during COMMIT itself.
+    ///
+    /// `opfs` and `idb` only. The reader does not own the storage: close
+    /// it before its writer ([`Database::close`] refuses while readers are
+    /// open).
+    #[wasm_bindgen(js_name = openReader)]
+    pub fn open_reader(&self) -> Result<Database, JsValue> {
+        self.conn()?;
+        match self.storage {
+            Storage::Opfs(_) | Storage::Idb(_) => {}
+            Storage::Memory => {
+                return Err(usage_error(&format!(
+                    "openReader(): {:?} is a memory database; readers need the 'opfs' or 'idb' storage",
+                    self.name
+                )))
+            }
+            Storage::Reader => return Err(usage_error("openReader(): call it on the database, not on a reader")),
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags_and_vfs(&self.name, flags, self.vfs.as_str())
+            .map_err(|e| sqlite_error(&e))?;
+        no_busy_wait(&conn)?;
+        conn.execute_batch("PRAGMA query_only = 1").map_err(|e| sqlite_error(&e))?;
+        self.readers.set(self.readers.get() + 1);
+        Ok(Database {
+            conn: Some(conn),
+            name: self.name.clone(),
+            storage: Storage::Reader,
+            vfs: self.vfs.clone(),
+            readers: self.readers.clone(),
+        })
+    }
+
     /// The name the database was opened with.
     #[wasm_bindgen(getter)]
     pub fn name(&self) -> String {
@@ -303,7 +361,7 @@ impl Database {
     }
 
     /// Counters: bytes written to temporary files, journals and database
-    /// files by all databases of this module; SQLite's memory in use and
+    /// files by all databases of this module, rollback journals deleted; SQLite's memory in use and
     /// its high-water mark (reset when `resetHighwater` is true); the size
     /// of the module's linear memory (which holds `idb` databases whole).
     pub fn stats(&self, reset_highwater: bool) -> JsValue {
@@ -322,6 +380,7 @@ impl Database {
         set(&out, "tempBytesWritten", JsValue::from_f64(counts.temp as f64));
         set(&out, "journalBytesWritten", JsValue::from_f64(counts.journal as f64));
         set(&out, "dbBytesWritten", JsValue::from_f64(counts.main as f64));
+        set(&out, "journalsDeleted", JsValue::from_f64(counts.journals_deleted as f64));
         set(&out, "memoryUsed", JsValue::from_f64(current as f64));
         set(&out, "memoryHighwater", JsValue::from_f64(highwater as f64));
         let wasm_memory = std::arch::wasm32::memory_size::<0>() as f64 * 65536.0;
@@ -331,15 +390,31 @@ impl Database {
 
     /// Closes the connection. OPFS storage releases its access handles so
     /// another Worker or tab can open the database; a memory database is
-    /// deleted. Further calls fail.
+    /// deleted. Further calls fail. A database with open readers refuses
+    /// (close them first); closing a reader leaves the storage to its
+    /// writer.
     pub fn close(&mut self) -> Result<(), JsValue> {
+        let is_reader = matches!(self.storage, Storage::Reader);
+        if !is_reader && self.conn.is_some() && self.readers.get() > 0 {
+            return Err(usage_error(&format!(
+                "cannot close {:?}: {} reader(s) opened with openReader() are still open; close them first",
+                self.name,
+                self.readers.get()
+            )));
+        }
         let Some(conn) = self.conn.take() else {
             return Ok(());
         };
-        release_vtab_statements(&conn);
+        if !is_reader {
+            // A reader never writes, so it caches no such statements.
+            release_vtab_statements(&conn);
+        }
         if let Err((conn, e)) = conn.close() {
             self.conn = Some(conn);
             return Err(sqlite_error(&e));
+        }
+        if is_reader {
+            self.readers.set(self.readers.get() - 1);
         }
         match &self.storage {
             Storage::Memory => {
@@ -351,9 +426,19 @@ impl Database {
             Storage::Opfs(util) => {
                 util.pause().map_err(|e| usage_error(&format!("releasing the OPFS storage of {:?}: {e}", self.name)))?;
             }
-            Storage::Idb(_) => {}
+            Storage::Idb(_) | Storage::Reader => {}
         }
         Ok(())
+    }
+}
+
+impl Drop for Database {
+    /// A reader freed without `close()` no longer counts as open (its
+    /// connection closes as it drops).
+    fn drop(&mut self) {
+        if self.conn.is_some() && matches!(self.storage, Storage::Reader) {
+            self.readers.set(self.readers.get() - 1);
+        }
     }
 }
 

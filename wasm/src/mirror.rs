@@ -33,8 +33,12 @@
 //! records of a 300 MB database near 10,000 (loading reads them all).
 //!
 //! Limits: the whole database must fit in memory (wasm32: 4 GB, less in
-//! practice), and one connection per database (the JS layer holds a Web
-//! Lock per database name so other tabs wait or fail instead of writing).
+//! practice), and one module instance per database (the JS layer holds a
+//! Web Lock per database name so other tabs wait or fail instead of
+//! writing). Within the module a writer and its readers
+//! (`Database.openReader`) share the file by name; their locks are
+//! coordinated in [`crate::counting`], not here (a handle's `lock` below is
+//! its own level, used to find commit points).
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};

@@ -49,10 +49,10 @@ export function call(page, method, args = {}) {
   return page.evaluate(([m, a]) => window.demo.call(m, a), [method, args]);
 }
 
-/** Like call(), but resolves to {error: {name, message}} instead of throwing. */
+/** Like call(), but resolves to {error: {name, message, code}} instead of throwing. */
 export function attempt(page, method, args = {}) {
   return page.evaluate(([m, a]) => window.demo.call(m, a).then(
     (value) => ({ value }),
-    (e) => ({ error: { name: e.name, message: e.message } }),
+    (e) => ({ error: { name: e.name, message: e.message, code: e.code } }),
   ), [method, args]);
 }

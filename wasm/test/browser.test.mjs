@@ -1,12 +1,14 @@
 // Browser tests in headless Chromium (Debian's chromium, playwright-core):
 // the demo page's worker syncs generated streams into OPFS and IndexedDB,
 // the page reloads and the rows are still there; a second tab cannot open a
-// database the first has open (clear error, or waits), and nothing breaks.
+// database the first has open (clear error, or waits), and nothing breaks;
+// a reader from openReader() reads the committed state during a write.
 //
 //   node --test --test-concurrency=1 wasm/test/browser.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, call, attempt } from './browser.mjs';
+import { readerScenario } from './reader-scenario.mjs';
 
 const OPS = Number(process.env.OPLITE_BROWSER_OPS || 100_000);
 let browser;
@@ -103,6 +105,40 @@ for (const vfs of ['opfs', 'idb']) {
     assert.equal(after.n, 1, 'only the committed row');
     const [check] = await call(page, 'query', { sql: 'PRAGMA integrity_check' });
     assert.equal(check.integrity_check, 'ok');
+    await call(page, 'close');
+    await page.close();
+  });
+}
+
+for (const vfs of ['opfs', 'idb']) {
+  test(`${vfs}: a reader sees the last committed state during a write, SQLITE_BUSY after a spill`, { timeout: 120_000 }, async () => {
+    const page = await browser.newPage();
+    const name = `reader-${vfs}`;
+    await call(page, 'open', { name, vfs });
+    await call(page, 'openReader');
+    await readerScenario({
+      execute: (sql) => call(page, 'execute', { sql }),
+      query: (sql) => call(page, 'query', { sql }),
+      read: (sql) => attempt(page, 'readerQuery', { sql }),
+      stats: () => call(page, 'stats'),
+    });
+    // Through transaction(): the reader's query resolves while the writer's
+    // transaction is open (it does not queue behind it) and sees the old count.
+    const during = await call(page, 'readDuringTransaction', {
+      write: 'INSERT INTO big SELECT n + 60000, NULL FROM big',
+      read: 'SELECT count(*) AS n FROM big',
+    });
+    assert.deepEqual(during, { inside: [{ n: 60_001 }] });
+    assert.equal((await call(page, 'readerQuery', { sql: 'SELECT count(*) AS n FROM big' }))[0].n, 120_002);
+    const write = await attempt(page, 'readerQuery', { sql: 'DELETE FROM big' });
+    assert.equal(write.error?.code, 8, `the reader is query_only: ${JSON.stringify(write)}`);
+    // close() closes the reader first; the storage reopens with everything.
+    await call(page, 'close');
+    await call(page, 'open', { name, vfs });
+    assert.equal((await call(page, 'query', { sql: 'SELECT count(*) AS n FROM big' }))[0].n, 120_002);
+    await call(page, 'openReader');
+    await call(page, 'closeReader');
+    assert.equal((await call(page, 'query', { sql: 'PRAGMA integrity_check' }))[0].integrity_check, 'ok');
     await call(page, 'close');
     await page.close();
   });

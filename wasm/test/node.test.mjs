@@ -1,6 +1,8 @@
 // Node tests of the web package (memory storage): the golden protocol traces
 // the native build passes (test-data/golden), generated streams as JSON and
-// BSON lines, checksum mismatches, temp-file spills, and the JS API.
+// BSON lines, checksum mismatches, temp-file spills, and the JS API; the
+// reader connection on the idb storage at the module level (Node has no
+// IndexedDB, and the module's side of idb does not need it).
 //
 //   node --test wasm/test/node.test.mjs      (after scripts/build-wasm-package.sh)
 import { test } from 'node:test';
@@ -9,8 +11,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { open, syncStream, DatabaseLockedError, sqliteVersion } from '../pkg/oplite.js';
+import { open, load, syncStream, DatabaseLockedError, sqliteVersion } from '../pkg/oplite.js';
+import * as wasm from '../pkg/oplite_wasm.js';
 import { benchmarkStream, bson, checksumOf } from './stream.mjs';
+import { readerScenario } from './reader-scenario.mjs';
 import { startServer } from './server.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -346,6 +350,54 @@ test('one connection per memory database; closed databases refuse calls', async 
   await again.close();
   await assert.rejects(open({ name: '../x' }), /invalid database name/);
   await assert.rejects(open({ name: 'x', vfs: 'opfs' }), /Web Locks|dedicated Worker/);
+});
+
+test('idb (module level): a reader sees the last committed state during a write, SQLITE_BUSY after a spill', async () => {
+  await load();
+  const name = `reader${process.pid}`;
+  const writer = await wasm.openDatabase(name, 'idb');
+  const reader = writer.openReader();
+  try {
+    await readerScenario({
+      execute: async (sql) => writer.execute(sql, null),
+      query: async (sql) => writer.query(sql, null),
+      read: async (sql) => {
+        try {
+          return { value: reader.query(sql, null) };
+        } catch (e) {
+          return { error: { code: e.code, message: e.message } };
+        }
+      },
+      stats: async () => writer.stats(false),
+    });
+    // The reader only reads, takes no write lock, and runs no powersync_init.
+    assert.throws(() => reader.execute('INSERT INTO big VALUES (0, NULL)', null), (e) => e.code === 8);
+    writer.execute('BEGIN IMMEDIATE', null);
+    assert.equal(reader.query('SELECT count(*) AS n FROM big', null)[0].n, 60_001);
+    writer.execute('INSERT INTO big VALUES (0, NULL)', null);
+    writer.execute('COMMIT', null);
+    assert.equal(reader.query('SELECT count(*) AS n FROM big', null)[0].n, 60_002);
+    assert.throws(() => reader.openReader(), /not on a reader/);
+    // Two readers read side by side.
+    const second = writer.openReader();
+    assert.equal(second.query('SELECT count(*) AS n FROM big', null)[0].n, 60_002);
+    second.close();
+    assert.throws(() => writer.close(), /reader\(s\) opened with openReader\(\) are still open/);
+    reader.close();
+    assert.throws(() => reader.query('SELECT 1', null), /closed/);
+    writer.close();
+  } finally {
+    reader.free();
+    writer.free();
+    wasm.mirrorForget(name);
+  }
+});
+
+test('openReader: a memory database and a closed one refuse', async () => {
+  const db = await fresh();
+  await assert.rejects(db.openReader(), /memory database; readers need the 'opfs' or 'idb' storage/);
+  await db.close();
+  await assert.rejects(db.openReader(), /closed/);
 });
 
 test('a local write queues a ps_crud entry (needs powersync_replace_schema)', async (t) => {

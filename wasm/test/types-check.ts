@@ -1,6 +1,6 @@
 // Compile-only check of oplite.d.ts (tsc --noEmit, run by scripts/test-wasm.sh):
 // the API as an app would use it must type-check in strict mode.
-import { open, syncStream, DatabaseLockedError, type Database, type Row, type Stats } from '../pkg/oplite.js';
+import { open, syncStream, DatabaseLockedError, type Database, type Reader, type Row, type Stats } from '../pkg/oplite.js';
 
 async function example(): Promise<void> {
   let db: Database;
@@ -24,10 +24,14 @@ async function example(): Promise<void> {
   const completed: boolean = result.completed;
   const stats: Stats = await db.stats({ reset: true });
   const temp: number = stats.tempBytesWritten;
+  const reader: Reader = await db.openReader();
+  const old: Row[] = await reader.query('SELECT count(*) AS n FROM t');
+  const raw: unknown[][] = (await reader.executeRaw('SELECT a FROM t')).rawRows;
+  await reader.close();
   await db.flush();
   stop();
   await db.close();
-  console.log(id, rows, first, n, instructions, completed, temp);
+  console.log(id, rows, first, n, instructions, completed, temp, old, raw);
 }
 
 void example;

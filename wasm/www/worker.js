@@ -5,6 +5,7 @@
 import { open, syncStream, sqliteVersion } from '/pkg/oplite.js';
 
 let db = null;
+let reader = null; // db.openReader(), for the browser tests
 
 // Synced rows: the schema's view once schemas exist, ps_untyped before.
 async function rowSource() {
@@ -27,6 +28,7 @@ const methods = {
   async open({ name = 'demo', vfs = 'opfs', onLocked = 'error', skipLockForTests = false }) {
     if (db) await db.close();
     db = null;
+    reader = null;
     db = await open({ name, vfs, onLocked, skipLockForTests });
     db.onTablesChanged((tables) => postMessage({ type: 'tables', tables }));
     const { v } = await db.get('SELECT oplite_version() AS v');
@@ -97,7 +99,41 @@ const methods = {
   async close() {
     if (db) await db.close();
     db = null;
+    reader = null;
     return true;
+  },
+
+  // The read-only second connection (tests).
+  async openReader() {
+    if (reader) await reader.close();
+    reader = await db.openReader();
+    return true;
+  },
+
+  async readerQuery({ sql, params }) {
+    if (reader == null) throw new Error('no reader is open');
+    return reader.query(sql, params);
+  },
+
+  async closeReader() {
+    if (reader) await reader.close();
+    reader = null;
+    return true;
+  },
+
+  // Runs `write` inside db.transaction() and, before it commits, `read` on
+  // the reader while the event loop turns; resolves to {inside, error}.
+  async readDuringTransaction({ write, read }) {
+    if (reader == null) throw new Error('no reader is open');
+    return db.transaction(async (tx) => {
+      tx.execute(write);
+      await new Promise((r) => setTimeout(r, 0));
+      try {
+        return { inside: await reader.query(read) };
+      } catch (e) {
+        return { error: { name: e.name, message: e.message, code: e.code } };
+      }
+    });
   },
 };
 
