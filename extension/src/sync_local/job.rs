@@ -37,6 +37,10 @@ enum Phase {
     Deleted,
     /// A full apply: the rows in ps_updated_rows.
     Updated,
+    /// With the app's triggers: the rows held, written in order.
+    Ordered,
+    /// The marks of ps_updated_rows go, once their rows are written.
+    Finish,
     Done,
 }
 
@@ -49,9 +53,11 @@ pub struct Apply {
     raw_tables: Option<Vec<RawTable>>,
     phase: Phase,
     /// The app has triggers on data tables: every row is held here, across
-    /// steps, and written once in (type, id) order at the end (the events
-    /// those triggers see, see [`RowWriter`]).
+    /// steps, and written once in (type, id) order by the last steps (the
+    /// events those triggers see, see [`RowWriter`]).
     ordered: Option<BTreeMap<(String, String), Option<String>>>,
+    /// ps_updated_rows had rows: Finish deletes them.
+    clear_updated: bool,
     rows_put: u64,
     rows_deleted: u64,
 }
@@ -77,6 +83,7 @@ impl Apply {
             raw_tables: raw_tables.map(<[RawTable]>::to_vec),
             phase,
             ordered: app_triggers.then(BTreeMap::new),
+            clear_updated: false,
             rows_put: 0,
             rows_deleted: 0,
         })
@@ -139,7 +146,7 @@ impl Apply {
                 let mut used = 0;
                 while used < budget {
                     let Some(row) = rows.next().context(CONTEXT)? else {
-                        self.phase = if full { Phase::Updated } else { Phase::Done };
+                        self.phase = Phase::Updated;
                         return Ok(used);
                     };
                     write.row(row)?;
@@ -183,10 +190,14 @@ impl Apply {
             Phase::Deleted => {
                 let deleted = from_scratch::delete_rows(db, write.sink(), &self.scope, self.stats.min_applied_op)?;
                 write.count(0, deleted);
-                self.phase = if full { Phase::Updated } else { Phase::Done };
+                self.phase = Phase::Updated;
                 Ok(deleted)
             }
             Phase::Updated => {
+                self.phase = if write.chunk.is_some() { Phase::Finish } else { Phase::Ordered };
+                if !full {
+                    return Ok(0);
+                }
                 // Usually none: a one-op apply then skips preparing that
                 // query (measured with callgrind, 1M-row single_op bench:
                 // see docs/benchmarks.md).
@@ -201,13 +212,31 @@ impl Apply {
                         write.row(row)?;
                         used += 1;
                     }
-                    drop(rows);
-                    // Written before the marks go: flush the rows held.
-                    write.write_held()?;
+                    self.clear_updated = true;
+                }
+                Ok(used)
+            }
+            Phase::Ordered => {
+                let mut used = 0;
+                while used < budget {
+                    let next = write.in_order.as_mut().expect("ordered mode holds rows").pop_first();
+                    let Some(((row_type, row_id), data)) = next else {
+                        self.phase = Phase::Finish;
+                        break;
+                    };
+                    write.write(&row_type, &row_id, data)?;
+                    used += 1;
+                }
+                Ok(used)
+            }
+            Phase::Finish => {
+                // The rows held are written before the marks go.
+                write.write_held()?;
+                if self.clear_updated {
                     db.execute("DELETE FROM ps_updated_rows", []).context(CONTEXT)?;
                 }
                 self.phase = Phase::Done;
-                Ok(used)
+                Ok(0)
             }
             Phase::Done => Ok(0),
         }
