@@ -3,11 +3,13 @@
 // and with oplite's, on OPFS and on IndexedDB, --runs times each,
 // alternating the two databases; the drop-in scenario without its
 // trackTableDiff triggers. Reports medians of the initial sync (connect to
-// the first complete sync) and of the longest time a query (SELECT 1
-// through db.get, issued every 20 ms from the page) waited meanwhile, and
-// the sizes of the .wasm files each database loads.
+// the first complete sync) and of the longest time a query (counting the
+// synced rows through db.get, issued every 20 ms from the page) waited
+// meanwhile, and the sizes of the .wasm files each database loads. Every
+// count a query saw must be none or all of the rows; oplite's apply steps
+// (how many, the longest) are reported.
 //
-//   OPLITE_TEST_SERVER=target/release/oplite-test-server node bench.mjs [--rows 100000,1000000] [--runs 3] [--vfs opfs,idb]
+//   OPLITE_TEST_SERVER=target/release/oplite-test-server node bench.mjs [--rows 100000,1000000] [--runs 3] [--vfs opfs,idb] [--cores bundled,oplite]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,6 +22,7 @@ const { values: opts } = parseArgs({
     rows: { type: 'string', default: '100000,1000000' },
     runs: { type: 'string', default: '3' },
     vfs: { type: 'string', default: 'opfs,idb' },
+    cores: { type: 'string', default: 'bundled,oplite' },
   },
 });
 const server = process.env.OPLITE_TEST_SERVER;
@@ -28,7 +31,7 @@ if (!server) {
   process.exit(2);
 }
 const runs = Number(opts.runs);
-const cores = ['bundled', 'oplite'];
+const cores = opts.cores.split(',');
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -45,17 +48,22 @@ try {
       const samples = Object.fromEntries(cores.map((c) => [c, []]));
       for (let i = 0; i < runs; i++) {
         for (const core of cores) {
-          const r = await runInBrowser(browser, server, { core, vfs, mode: 'legacy', rows, raw: false, triggers: false, probeMs: 20 });
+          const r = await runInBrowser(browser, server, { core, vfs, mode: 'legacy', rows, raw: false, triggers: false, probeMs: 20, probeSql: 'count' });
           if (r.failed) throw new Error(`the ${core} run (${vfs}, ${rows} rows) failed while ${r.step}: ${r.failed}`);
-          samples[core].push({ sync: r.timings.initialSyncMs, wait: r.afterFirstSync.longestWaitMs, queries: r.afterFirstSync.queries });
-          console.error(`${rows} rows, ${vfs}, ${core} run ${i + 1}: initial sync ${r.timings.initialSyncMs} ms, longest query wait ${r.afterFirstSync.longestWaitMs} ms (${r.afterFirstSync.queries} queries)`);
+          const p = r.afterFirstSync;
+          if (p.partialCounts.length > 0) throw new Error(`the ${core} run (${vfs}, ${rows} rows): queries saw part of the checkpoint: ${p.partialCounts.slice(0, 5)}`);
+          samples[core].push({ sync: r.timings.initialSyncMs, wait: p.longestWaitMs, queries: p.queries, steps: p.applySteps, longestStep: p.longestStepMs });
+          console.error(`${rows} rows, ${vfs}, ${core} run ${i + 1}: initial sync ${r.timings.initialSyncMs} ms, longest query wait ${p.longestWaitMs} ms (${p.queries} queries)` +
+            (p.applySteps != null ? `; ${p.applySteps} apply steps, the longest ${p.longestStepMs} ms` : ''));
         }
       }
       const sync = (core) => median(samples[core].map((s) => s.sync));
       for (const core of cores) {
         const values = samples[core].map((s) => s.sync);
+        const steps = core === 'oplite' ? `${median(samples[core].map((s) => s.steps))} / ${median(samples[core].map((s) => s.longestStep))}` : '-';
+        const ratio = cores.includes('bundled') ? `${(sync(core) / sync('bundled')).toFixed(2)}x` : '-';
         table.push(`| ${rows} | ${vfs} | ${core === 'bundled' ? "the SDK's own (wa-sqlite)" : 'oplite'} | ${sync(core)} | ${Math.min(...values)} | ${Math.max(...values)} | ` +
-          `${median(samples[core].map((s) => s.wait))} | ${(sync(core) / sync('bundled')).toFixed(2)}x |`);
+          `${median(samples[core].map((s) => s.wait))} | ${steps} | ${ratio} |`);
       }
     }
   }
@@ -65,8 +73,8 @@ try {
 }
 
 console.log(`\nWeb SDK first sync (@powersync/web 2.4.0, headless Chromium, legacy mode, medians of ${runs} alternating runs; ms)`);
-console.log('| rows | storage | database | initial sync | min | max | longest query wait | vs the SDK\'s own |');
-console.log('|---:|---|---|---:|---:|---:|---:|---:|');
+console.log('| rows | storage | database | initial sync | min | max | longest query wait | apply steps / longest | vs the SDK\'s own |');
+console.log('|---:|---|---|---:|---:|---:|---:|---:|---:|');
 for (const line of table) console.log(line);
 
 const size = (file) => {

@@ -3,21 +3,25 @@
 // (../scenario/drop-in.mjs) with @powersync/web on the database config
 // names and resolves to its result (or {failed, step}).
 //
-// config: {core: 'bundled' | 'oplite', vfs: 'opfs' | 'idb', mode, rows,
-// raw, triggers, probeMs}. 'bundled' is the SDK's own wa-sqlite database
+// config: {core: 'bundled' | 'oplite', vfs: 'opfs' | 'idb', inThread, mode,
+// rows, raw, triggers, probeMs, probeSql}; inThread runs oplite in the page
+// instead of a Worker ('idb' only). 'bundled' is the SDK's own wa-sqlite database
 // (OPFSCoopSyncVFS or IDBBatchAtomicVFS, in the SDK's database worker);
 // 'oplite' is @oplite/powersync-web on the same storage. With probeMs, a
 // query (SELECT 1 through db.get) is issued every probeMs during the
-// initial sync and the longest wait for one is reported.
+// initial sync and the longest wait for one is reported; probeSql
+// 'count' makes it count the synced rows.
 import * as sdk from '@powersync/web';
 import { OpliteDBAdapter, OpliteOpenFactory } from '@oplite/powersync-web';
 import { runDropIn } from '../scenario/drop-in.mjs';
 
-function databaseSource({ core, vfs }) {
+function databaseSource({ core, vfs, inThread }) {
   if (core === 'oplite') {
     // Served from /oplite/ (wasm/pkg-powersync-web); a bundler that follows
-    // new URL(..., import.meta.url) would find the worker by itself.
-    return { factory: new OpliteOpenFactory({ dbFilename: 'app.db', vfs, worker: '/oplite/oplite-worker.js' }) };
+    // new URL(..., import.meta.url) would find the worker by itself. In the
+    // page (inThread), oplite.js is bundled here and told where its .wasm is.
+    const where = inThread ? { worker: false, wasmUrl: '/oplite/oplite_wasm_bg.wasm' } : { worker: '/oplite/oplite-worker.js' };
+    return { factory: new OpliteOpenFactory({ dbFilename: 'app.db', vfs, ...where }) };
   }
   const vfsName = vfs === 'opfs' ? sdk.WASQLiteVFS.OPFSCoopSyncVFS : sdk.WASQLiteVFS.IDBBatchAtomicVFS;
   // Sync in the tab, as with oplite: no shared sync worker.
@@ -29,22 +33,39 @@ async function sha256(text) {
   return [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
 
+// The synced rows, in one statement (one snapshot).
+const COUNT_ROWS = 'SELECT (SELECT count(*) FROM lists) + (SELECT count(*) FROM todos) AS n';
+
 // Issues a query every `everyMs` while the first sync runs; `stop()`
-// resolves to the longest time one waited, and how many ran.
-function probeQueries(db, everyMs) {
+// resolves to the longest time one waited, how many ran, and the row
+// counts they saw other than none and all (the first sync is one
+// checkpoint: a reader must see it all at once or not at all).
+function probeQueries(db, everyMs, sql) {
   let longest = 0;
   let count = 0;
   let running = true;
+  const counts = new Set();
   const loop = (async () => {
     while (running) {
       const started = performance.now();
-      await db.get('SELECT 1 AS one');
+      const row = await db.get(sql);
       longest = Math.max(longest, performance.now() - started);
+      if (row.n != null) counts.add(row.n);
       count++;
       await new Promise((resolve) => setTimeout(resolve, everyMs));
     }
   })();
-  return { async stop() { running = false; await loop; return { longestWaitMs: Math.round(longest), queries: count }; } };
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      const all = (await db.get(COUNT_ROWS)).n;
+      const partialCounts = [...counts].filter((n) => n !== 0 && n !== all);
+      const adapterStats = typeof db.database.stats === 'function' ? await db.database.stats() : null;
+      return { longestWaitMs: Math.round(longest), queries: count, partialCounts, rows: all,
+               applySteps: adapterStats?.applySteps ?? null, longestStepMs: adapterStats?.longestStepMs ?? null };
+    },
+  };
 }
 
 window.runScenario = async (config) => {
@@ -62,7 +83,7 @@ window.runScenario = async (config) => {
           // From the first connect until the first sync is done.
           db.registerListener({
             statusChanged(status) {
-              if (status.connected && probe == null && !status.hasSynced) probe = probeQueries(db, config.probeMs);
+              if (status.connected && probe == null && !status.hasSynced) probe = probeQueries(db, config.probeMs, config.probeSql === 'count' ? COUNT_ROWS : 'SELECT 1 AS one');
             },
           });
         }

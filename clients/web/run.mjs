@@ -52,27 +52,48 @@ try {
   for (const mode of opts.scenario === 'off' ? [] : opts.modes.split(',')) {
     for (const vfs of opts.vfs.split(',')) {
       const results = {};
-      for (const core of opts.cores.split(',')) {
-        results[core] = await runInBrowser(browser, server, { core, vfs, mode, rows, raw: false, triggers: true });
-        const r = results[core];
-        if (r.failed) console.error(`the ${core} run on ${vfs} failed while ${r.step}: ${r.failed}`);
-        else console.log(`${core} on ${vfs} (${mode}): initial sync ${r.timings.initialSyncMs} ms, whole run ${r.timings.totalMs} ms`);
+      // On IndexedDB oplite also runs in the page, without a Worker (legacy mode).
+      const runs = opts.cores.split(',').map((core) => ({ core, key: core }));
+      if (vfs === 'idb' && mode === 'legacy' && opts.cores.includes('oplite')) runs.push({ core: 'oplite', key: 'inThread', inThread: true });
+      for (const { core, key, inThread } of runs) {
+        // Queries counting the synced rows run every 10 ms during the
+        // initial sync: each must see all of its checkpoint or none.
+        results[key] = await runInBrowser(browser, server, { core, vfs, inThread, mode, rows, raw: false, triggers: true, probeMs: 10, probeSql: 'count' });
+        const r = results[key];
+        r.key = key;
+        if (r.failed) console.error(`the ${key} run on ${vfs} failed while ${r.step}: ${r.failed}`);
+        else {
+          const p = r.afterFirstSync;
+          console.log(`${key} on ${vfs} (${mode}): initial sync ${r.timings.initialSyncMs} ms, whole run ${r.timings.totalMs} ms; ` +
+            `${p.queries} queries during it, the longest waited ${p.longestWaitMs} ms` + (p.applySteps != null ? `; ${p.applySteps} apply steps, the longest ${p.longestStepMs} ms` : ''));
+        }
       }
       const label = `${mode} mode, ${vfs}`;
-      const { bundled, oplite } = results;
-      if (bundled?.failed || oplite?.failed) {
-        check(`${label}: both runs completed`, Object.values(results).filter((r) => r.failed).map((r) => `${r.core}: ${r.failed} (while ${r.step})`));
+      if (Object.values(results).some((r) => r.failed)) {
+        check(`${label}: every run completed`, Object.values(results).filter((r) => r.failed).map((r) => `${r.key}: ${r.failed} (while ${r.step})`));
         continue;
       }
-      const { failures, reference } = compareRuns({ bundled, oplite, rows, mode, raw: false, browserTiming: true });
-      if (oplite && !oplite.coreIsOplite) failures.push('the oplite run did not use oplite');
-      check(oplite ? agreementSummary(`${label}, SDK database against oplite`, reference, false) : `${label}: the SDK's own database alone`, failures);
+      const { bundled } = results;
+      for (const key of ['oplite', 'inThread'].filter((k) => results[k]).concat(results.oplite || results.inThread ? [] : [null])) {
+        const oplite = key && results[key];
+        const { failures, reference } = compareRuns({ bundled, oplite, rows, mode, raw: false, browserTiming: true });
+        if (oplite && !oplite.coreIsOplite) failures.push('the oplite run did not use oplite');
+        for (const r of [bundled, oplite].filter(Boolean)) {
+          const p = r.afterFirstSync;
+          if (p.partialCounts.length > 0) failures.push(`${r.key}: queries during the initial sync saw part of its checkpoint: ${p.partialCounts.slice(0, 5).join(', ')} of ${p.rows} rows`);
+          if (p.queries < 2) failures.push(`${r.key}: only ${p.queries} queries ran during the initial sync`);
+        }
+        if (oplite && rows >= 10000 && !(oplite.afterFirstSync.applySteps > 1)) failures.push(`${key} applied the initial sync in ${oplite.afterFirstSync.applySteps} steps`);
+        const which = key === 'inThread' ? 'oplite in the page (no Worker)' : 'oplite';
+        check(oplite ? agreementSummary(`${label}, SDK database against ${which}`, reference, false) : `${label}: the SDK's own database alone`, failures);
+      }
     }
   }
   if (opts.cores.includes('oplite')) {
-    for (const vfs of opts.vfs.split(',')) {
+    const checks = opts.vfs.split(',').map((vfs) => ({ vfs })).concat(opts.vfs.includes('idb') ? [{ vfs: 'idb', inThread: true }] : []);
+    for (const { vfs, inThread } of checks) {
       const bundled = await browser.adapterChecks({ core: 'bundled', vfs });
-      const oplite = await browser.adapterChecks({ core: 'oplite', vfs });
+      const oplite = await browser.adapterChecks({ core: 'oplite', vfs, inThread });
       const failures = [];
       if (bundled.failed || oplite.failed) failures.push(`failed: SDK's own ${bundled.failed ?? 'no'}; oplite ${oplite.failed ?? 'no'}`);
       for (const key of new Set([...Object.keys(bundled), ...Object.keys(oplite)].filter((k) => k !== 'notCompared'))) {
@@ -82,7 +103,7 @@ try {
         failures.push(`the SDK's own database did not show what the checks expect: ${JSON.stringify(bundled)}`);
       }
       console.log(`  not compared (${vfs}): SDK's own ${JSON.stringify(bundled.notCompared)}, oplite ${JSON.stringify(oplite.notCompared)}`);
-      check(`${vfs}: the adapter contract through PowerSyncDatabase (errors, rollback, executeBatch, executeRaw, values, watch, ps_crud) as with the SDK's own database`, failures);
+      check(`${vfs}${inThread ? ' in the page (no Worker)' : ''}: the adapter contract through PowerSyncDatabase (errors, rollback, executeBatch, executeRaw, values, watch, ps_crud) as with the SDK's own database`, failures);
     }
     for (const vfs of opts.vfs.split(',')) {
       const tabs = await browser.twoTabs({ vfs });

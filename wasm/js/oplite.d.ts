@@ -91,6 +91,8 @@ export declare class Database {
   /** One statement; rows as arrays in column order. */
   executeRaw(sql: string, params?: SqlParams): Promise<RawResult>;
   get(sql: string, params?: SqlParams): Promise<Row | undefined>;
+  /** Whether a transaction is open, after the calls queued before this one. */
+  inTransaction(): Promise<boolean>;
   /**
    * powersync_control(op, payload) in its own transaction. Sync events
    * resolve to instructions; the checkpoint-request ops (target_, seed_,
@@ -130,6 +132,8 @@ export declare class Reader {
   query(sql: string, params?: SqlParams): Promise<Row[]>;
   executeRaw(sql: string, params?: SqlParams): Promise<RawResult>;
   get(sql: string, params?: SqlParams): Promise<Row | undefined>;
+  /** Whether a transaction is open, after the calls queued before this one. */
+  inTransaction(): Promise<boolean>;
   /** Closes the reader; the database stays open. */
   close(): Promise<void>;
 }

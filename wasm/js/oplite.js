@@ -33,7 +33,9 @@ export function load(source) {
     loading = (async () => {
       let input = source;
       if (input === undefined && isNode) {
-        const fs = await import('node:fs');
+        // Not a literal: bundlers for the web then leave Node's fs alone.
+        const specifier = 'node:fs';
+        const fs = await import(/* webpackIgnore: true */ /* @vite-ignore */ specifier);
         input = fs.readFileSync(new URL('./oplite_wasm_bg.wasm', import.meta.url));
       }
       await initWasm(input === undefined ? undefined : { module_or_path: input });
@@ -285,6 +287,11 @@ class Queries {
   /** The first row of a query, or undefined. */
   async get(sql, params) {
     return (await this.query(sql, params))[0];
+  }
+
+  /** Resolves to whether a transaction is open (after the calls queued before it). */
+  inTransaction() {
+    return this._queued((raw) => !raw.isAutocommit());
   }
 }
 

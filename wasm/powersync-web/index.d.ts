@@ -11,8 +11,10 @@ export interface OpliteOpenOptions {
   onLocked?: 'error' | 'wait';
   /** SQLite's page cache in KiB (default 51200, the SDK's own default). */
   cacheSizeKb?: number;
-  /** Where oplite-worker.js is, or a function returning a Worker that runs it; default: next to index.js. */
-  worker?: string | URL | (() => Worker);
+  /** Where oplite-worker.js is, a function returning a Worker that runs it, or false to run oplite in this thread ('idb' and 'memory' only; the default where Worker does not exist). Default: next to index.js. */
+  worker?: string | URL | (() => Worker) | false;
+  /** With worker: false, where oplite_wasm_bg.wasm is (default: next to oplite.js). */
+  wasmUrl?: string | URL;
 }
 
 /** For PowerSyncDatabase's `factory` option. */
@@ -22,7 +24,15 @@ export declare class OpliteOpenFactory implements SQLOpenFactory {
   openDB(): OpliteDBAdapter;
 }
 
-/** One oplite-wasm connection in a dedicated Worker; read and write locks share one queue. */
+/** oplite-wasm's counters, and the checkpoint applies written in steps so far. */
+export interface AdapterStats extends Stats {
+  /** Apply steps run (reads are served between them). */
+  applySteps: number;
+  /** The longest step, in ms. */
+  longestStepMs: number;
+}
+
+/** oplite-wasm in a dedicated Worker: write locks on one connection, read locks on a read-only second one ('memory': one queue). */
 export declare class OpliteDBAdapter extends DBAdapter {
   constructor(options: OpliteOpenOptions);
   get name(): string;
@@ -31,6 +41,6 @@ export declare class OpliteDBAdapter extends DBAdapter {
   refreshSchema(): Promise<void>;
   /** Resolves when every committed transaction is durable ('idb': stored in IndexedDB). */
   flush(): Promise<void>;
-  stats(options?: { reset?: boolean }): Promise<Stats>;
+  stats(options?: { reset?: boolean }): Promise<AdapterStats>;
   close(): Promise<void>;
 }

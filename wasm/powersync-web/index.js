@@ -4,13 +4,17 @@
 //   import { OpliteOpenFactory } from '@oplite/powersync-web';
 //   const db = new PowerSyncDatabase({ schema, factory: new OpliteOpenFactory({ dbFilename: 'app.db', vfs: 'opfs' }) });
 //
-// The SDK accepts any DBAdapter (@powersync/common); this one keeps a single
-// oplite-wasm connection in a dedicated Worker (oplite-worker.js) and forwards each
-// statement to it. Read and write locks are one queue: one connection runs
-// one thing at a time, as SQLite on one connection does. Table changes come
-// from oplite's powersync_update_hooks after each committed transaction, the
-// mechanism the SDK's own database uses. The SDK syncs in the tab
-// (TabLocalStreamingSyncImplementation): the adapter has no shared worker.
+// The SDK accepts any DBAdapter (@powersync/common); this one keeps the
+// oplite-wasm connections in a dedicated Worker (oplite-worker.js) and
+// forwards each statement to it. Write locks take turns on the writer; read
+// locks take turns on a read-only second connection that sees the last
+// committed state, so reads do not wait for writes (on 'memory', which has
+// no second connection, both share the writer's queue). A checkpoint is
+// applied in steps with reads between them (docs/web-sdk.md). Table changes
+// come from oplite's powersync_update_hooks after each committed
+// transaction, the mechanism the SDK's own database uses. The SDK syncs in
+// the tab (TabLocalStreamingSyncImplementation): the adapter has no shared
+// worker.
 import { DBAdapter, LockContext, queryResultWithoutRows } from '@powersync/common';
 
 /** Opens an OpliteDBAdapter when the SDK asks (PowerSyncDatabase's `factory` option). */
@@ -41,16 +45,39 @@ function rawResult(result) {
   };
 }
 
+// The host of oplite-worker.js in this thread, behind the same messages.
+function inThreadHost(receive) {
+  const handle = import('./oplite-host.js').then(({ createHost }) => createHost(receive));
+  return {
+    postMessage(message) {
+      handle.then((h) => h(message), (e) => receive({ id: message.id, error: { name: e?.name ?? 'Error', message: String(e?.message ?? e) } }));
+    },
+    terminate() {},
+  };
+}
+
 class OpliteLockContext extends LockContext {
   #call;
-  constructor(call) {
+  #read;
+  constructor(call, read) {
     super();
     this.#call = call;
+    this.#read = read;
   }
   async executeRaw(sql, params) {
-    return rawResult(await this.#call('executeRaw', [sql, params ?? []]));
+    return rawResult(await this.#call(this.#read ? 'readRaw' : 'executeRaw', [sql, params ?? []]));
   }
   async executeBatch(sql, params = []) {
+    if (this.#read) {
+      let rowsAffected = 0;
+      let insertId;
+      for (const set of params) {
+        const result = rawResult(await this.#call('readRaw', [sql, set]));
+        rowsAffected += result.rowsAffected;
+        insertId = result.insertId;
+      }
+      return queryResultWithoutRows({ rowsAffected, insertId });
+    }
     const result = await this.#call('executeBatch', [sql, params]);
     return queryResultWithoutRows({ rowsAffected: result.changes, insertId: Number(result.lastInsertRowid) });
   }
@@ -63,6 +90,8 @@ export class OpliteDBAdapter extends DBAdapter {
   #nextId = 1;
   #ready;
   #queue = Promise.resolve();
+  #readQueue = Promise.resolve();
+  #hasReader = false;
   #closed = null;
 
   /**
@@ -70,18 +99,28 @@ export class OpliteDBAdapter extends DBAdapter {
    * vfs 'opfs' (default), 'idb' or 'memory'; onLocked 'error' (default: a
    * second tab gets DatabaseLockedError) or 'wait'; cacheSizeKb: SQLite's
    * page cache (default 50 MiB, the SDK's own default); worker: a URL of
-   * oplite-worker.js or a function returning a Worker running it.
+   * oplite-worker.js, a function returning a Worker running it, or false
+   * to run oplite in this thread ('idb' and 'memory' only; the default
+   * where there is no Worker); wasmUrl: where oplite_wasm_bg.wasm is, for
+   * worker: false when a bundler moved this file away from it.
    */
-  constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', cacheSizeKb = 50 * 1024, worker } = {}) {
+  constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', cacheSizeKb = 50 * 1024, worker, wasmUrl } = {}) {
     super();
     if (typeof dbFilename !== 'string') throw new TypeError('OpliteDBAdapter: dbFilename must be a string');
     if (!Number.isInteger(cacheSizeKb) || cacheSizeKb <= 0) throw new TypeError('OpliteDBAdapter: cacheSizeKb must be a positive integer');
+    const inThread = worker === false || (worker == null && typeof Worker === 'undefined');
+    if (inThread && vfs === 'opfs') {
+      throw new TypeError("OpliteDBAdapter: 'opfs' needs a dedicated Worker (OPFS access handles exist only there); use vfs 'idb' without one");
+    }
     this.#name = dbFilename;
-    if (typeof worker === 'function') this.#worker = worker();
+    if (inThread) this.#worker = inThreadHost((message) => this.#receive(message));
+    else if (typeof worker === 'function') this.#worker = worker();
     else this.#worker = new Worker(worker ?? new URL('./oplite-worker.js', import.meta.url), { type: 'module', name: `oplite ${dbFilename}` });
     this.#worker.onmessage = ({ data }) => this.#receive(data);
     this.#worker.onerror = (event) => this.#failAll(new Error(`the oplite worker failed: ${event.message ?? 'unknown error'}`));
-    this.#ready = this.#call('open', [{ name: dbFilename, vfs, onLocked, cacheSizeKb }]);
+    this.#ready = this.#call('open', [{ name: dbFilename, vfs, onLocked, cacheSizeKb, wasm: inThread ? wasmUrl : undefined }]).then((opened) => {
+      this.#hasReader = opened.reader;
+    });
     // Calls await #ready and see its error; this keeps it from being unhandled.
     this.#ready.catch(() => {});
   }
@@ -115,14 +154,18 @@ export class OpliteDBAdapter extends DBAdapter {
     this.#pending.clear();
   }
 
-  // Runs fn after everything queued before it. With timeoutMs, gives up
-  // waiting (the queue still runs in order behind the abandoned slot).
-  async #exclusive(fn, options) {
+  // Runs fn after everything queued before it on the writer (or, with
+  // read, on the reader). With timeoutMs, gives up waiting (the queue
+  // still runs in order behind the abandoned slot).
+  async #exclusive(fn, options, read = false) {
     if (this.#closed) throw new Error(`database ${JSON.stringify(this.#name)} is closed`);
     await this.#ready;
-    const before = this.#queue;
+    const onReader = read && this.#hasReader;
+    const before = onReader ? this.#readQueue : this.#queue;
     let release;
-    this.#queue = new Promise((resolve) => { release = resolve; });
+    const slot = new Promise((resolve) => { release = resolve; });
+    if (onReader) this.#readQueue = slot;
+    else this.#queue = slot;
     const timeoutMs = options?.timeoutMs;
     if (timeoutMs != null) {
       let timer;
@@ -141,21 +184,21 @@ export class OpliteDBAdapter extends DBAdapter {
       await before;
     }
     try {
-      return await fn(new OpliteLockContext((method, args) => this.#call(method, args)));
+      return await fn(new OpliteLockContext((method, args) => this.#call(method, args), onReader));
     } finally {
       release();
     }
   }
 
   readLock(fn, options) {
-    return this.#exclusive(fn, options);
+    return this.#exclusive(fn, options, true);
   }
 
   writeLock(fn, options) {
     return this.#exclusive(fn, options);
   }
 
-  // One connection: a schema change is seen by the next statement.
+  // A schema change is seen by the next statement on either connection.
   async refreshSchema() {}
 
   /** Resolves when every committed transaction is durable ('idb': stored in IndexedDB). */
@@ -173,6 +216,7 @@ export class OpliteDBAdapter extends DBAdapter {
       try {
         await this.#ready;
         await this.#queue;
+        await this.#readQueue;
         await this.#call('close', []);
       } catch {
         // Not opened (a second tab), or already failing: nothing to close.
