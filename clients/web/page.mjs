@@ -63,7 +63,9 @@ function probeQueries(db, everyMs, sql) {
       const partialCounts = [...counts].filter((n) => n !== 0 && n !== all);
       const adapterStats = typeof db.database.stats === 'function' ? await db.database.stats() : null;
       return { longestWaitMs: Math.round(longest), queries: count, partialCounts, rows: all,
-               applySteps: adapterStats?.applySteps ?? null, longestStepMs: adapterStats?.longestStepMs ?? null };
+               applySteps: adapterStats?.applySteps ?? null, longestStepMs: adapterStats?.longestStepMs ?? null,
+               longestCommitMs: adapterStats?.longestCommitMs ?? null, longestReadMs: adapterStats?.longestReadMs ?? null,
+               longestReadSql: adapterStats?.longestReadSql ?? null, memoryHighwater: adapterStats?.memoryHighwater ?? null, wasmMemoryBytes: adapterStats?.wasmMemoryBytes ?? null };
     },
   };
 }

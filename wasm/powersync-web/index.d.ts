@@ -30,6 +30,11 @@ export interface AdapterStats extends Stats {
   applySteps: number;
   /** The longest step, in ms. */
   longestStepMs: number;
+  /** The longest COMMIT of a write lock, in ms. */
+  longestCommitMs: number;
+  /** The longest statement of a read lock, in ms, and its SQL (first 200 characters). */
+  longestReadMs: number;
+  longestReadSql: string | null;
 }
 
 /** oplite-wasm in a dedicated Worker: write locks on one connection, read locks on a read-only second one ('memory': one queue). */

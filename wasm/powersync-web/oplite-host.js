@@ -44,9 +44,11 @@ export function createHost(post) {
   let reader = null;
   // Rows per apply step, adapted so that a step takes about STEP_MS.
   let stepRows = 2000;
-  // For stats(): steps run, and the longest.
+  // For stats(): steps run, the longest, the longest COMMIT and read.
   let applySteps = 0;
   let longestStepMs = 0;
+  let longestCommitMs = 0;
+  let longestRead = { ms: 0, sql: null };
   // cache_spill is off from an apply in steps to the end of its transaction.
   let spillOff = false;
   // Waiters for the writer's transaction to end (a read that found the
@@ -99,7 +101,11 @@ export function createHost(post) {
     try {
       for (;;) {
         try {
-          return await reader.executeRaw(sql, params);
+          const started = performance.now();
+          const result = await reader.executeRaw(sql, params);
+          const took = performance.now() - started;
+          if (took > longestRead.ms) longestRead = { ms: took, sql: sql.slice(0, 200) };
+          return result;
         } catch (e) {
           // The writer spilled its changes into the file: wait for its COMMIT.
           if (e?.code !== SQLITE_BUSY || !(await db.inTransaction())) throw e;
@@ -121,7 +127,10 @@ export function createHost(post) {
   async function write(sql, params) {
     for (;;) {
       try {
-        return await opened().executeRaw(sql, params);
+        const started = performance.now();
+        const result = await opened().executeRaw(sql, params);
+        if (COMMIT.test(sql)) longestCommitMs = Math.max(longestCommitMs, performance.now() - started);
+        return result;
       } catch (e) {
         const retry = e?.code === SQLITE_BUSY && reader != null && (COMMIT.test(sql) || !(await db.inTransaction()));
         if (!retry || !(await reader.inTransaction())) throw e;
@@ -174,7 +183,8 @@ export function createHost(post) {
     },
     async stats(options) {
       const stats = await opened().stats(options);
-      return { ...stats, applySteps, longestStepMs: Math.round(longestStepMs) };
+      return { ...stats, applySteps, longestStepMs: Math.round(longestStepMs), longestCommitMs: Math.round(longestCommitMs),
+               longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql };
     },
     async close() {
       const current = db;
