@@ -54,7 +54,7 @@ try {
           if (p.partialCounts.length > 0) throw new Error(`the ${core} run (${vfs}, ${rows} rows): queries saw part of the checkpoint: ${p.partialCounts.slice(0, 5)}`);
           samples[core].push({ sync: r.timings.initialSyncMs, wait: p.longestWaitMs, queries: p.queries, steps: p.applySteps, longestStep: p.longestStepMs });
           console.error(`${rows} rows, ${vfs}, ${core} run ${i + 1}: initial sync ${r.timings.initialSyncMs} ms, longest query wait ${p.longestWaitMs} ms (${p.queries} queries)` +
-            (p.applySteps != null ? `; ${p.applySteps} apply steps, the longest ${p.longestStepMs} ms; the longest COMMIT ${p.longestCommitMs} ms, read ${p.longestReadMs} ms (${p.longestReadSql?.replace(/\s+/g, ' ').slice(0, 60)}); SQLite's memory high-water ${(p.memoryHighwater / 1e6).toFixed(0)} MB, wasm memory ${(p.wasmMemoryBytes / 1e6).toFixed(0)} MB` : ''));
+            (p.applySteps != null ? `; ${p.applySteps} apply steps, the longest ${p.longestStepMs} ms; the longest COMMIT ${p.longestCommitMs} ms, read ${p.longestReadMs} ms (${p.longestReadSql?.replace(/\s+/g, ' ').slice(0, 60)}); the longest wait began ${p.lastApply ? `${p.longestWaitFrom - p.lastApply.start} ms after the apply's first step (its last ended at ${p.lastApply.end - p.lastApply.start} ms), ` : ''}${p.stoppedAt - p.longestWaitFrom} ms before the first sync's end; ${p.busyReads} reads waited for a COMMIT; SQLite's memory high-water ${(p.memoryHighwater / 1e6).toFixed(0)} MB, wasm memory ${(p.wasmMemoryBytes / 1e6).toFixed(0)} MB` : ''));
         }
       }
       const sync = (core) => median(samples[core].map((s) => s.sync));

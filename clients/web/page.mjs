@@ -42,6 +42,7 @@ const COUNT_ROWS = 'SELECT (SELECT count(*) FROM lists) + (SELECT count(*) FROM 
 // checkpoint: a reader must see it all at once or not at all).
 function probeQueries(db, everyMs, sql) {
   let longest = 0;
+  let longestAt = null;
   let count = 0;
   let running = true;
   const counts = new Set();
@@ -49,7 +50,11 @@ function probeQueries(db, everyMs, sql) {
     while (running) {
       const started = performance.now();
       const row = await db.get(sql);
-      longest = Math.max(longest, performance.now() - started);
+      const took = performance.now() - started;
+      if (took > longest) {
+        longest = took;
+        longestAt = Date.now() - took;
+      }
       if (row.n != null) counts.add(row.n);
       count++;
       await new Promise((resolve) => setTimeout(resolve, everyMs));
@@ -65,7 +70,8 @@ function probeQueries(db, everyMs, sql) {
       return { longestWaitMs: Math.round(longest), queries: count, partialCounts, rows: all,
                applySteps: adapterStats?.applySteps ?? null, longestStepMs: adapterStats?.longestStepMs ?? null,
                longestCommitMs: adapterStats?.longestCommitMs ?? null, longestReadMs: adapterStats?.longestReadMs ?? null,
-               longestReadSql: adapterStats?.longestReadSql ?? null, memoryHighwater: adapterStats?.memoryHighwater ?? null, wasmMemoryBytes: adapterStats?.wasmMemoryBytes ?? null };
+               longestReadSql: adapterStats?.longestReadSql ?? null,
+               longestWaitFrom: longestAt, lastApply: adapterStats?.lastApply ?? null, busyReads: adapterStats?.busyReads ?? null, stoppedAt: Date.now(), memoryHighwater: adapterStats?.memoryHighwater ?? null, wasmMemoryBytes: adapterStats?.wasmMemoryBytes ?? null };
     },
   };
 }

@@ -49,6 +49,10 @@ export function createHost(post) {
   let longestStepMs = 0;
   let longestCommitMs = 0;
   let longestRead = { ms: 0, sql: null };
+  // When (Date.now()) the last stepped apply started and ended.
+  let lastApply = null;
+  // Reads that found the writer's changes in the file and waited for COMMIT.
+  let busyReads = 0;
   // cache_spill is off from an apply in steps to the end of its transaction.
   let spillOff = false;
   // Waiters for the writer's transaction to end (a read that found the
@@ -84,6 +88,7 @@ export function createHost(post) {
       spillOff = true;
       await db.execute('PRAGMA cache_spill = OFF');
     }
+    lastApply = { start: Date.now(), end: null };
     for (;;) {
       const started = performance.now();
       const more = (await db.executeRaw('SELECT oplite_apply_step(?)', [stepRows])).rawRows[0][0];
@@ -91,7 +96,10 @@ export function createHost(post) {
       applySteps++;
       longestStepMs = Math.max(longestStepMs, took);
       stepRows = Math.round(Math.min(Math.max(stepRows * (STEP_MS / took), 100), 200000));
-      if (!more) return;
+      if (!more) {
+        lastApply.end = Date.now();
+        return;
+      }
       await turnEventLoop();
     }
   }
@@ -109,6 +117,7 @@ export function createHost(post) {
         } catch (e) {
           // The writer spilled its changes into the file: wait for its COMMIT.
           if (e?.code !== SQLITE_BUSY || !(await db.inTransaction())) throw e;
+          busyReads++;
           await new Promise((resolve) => idleWaiters.push(resolve));
         }
       }
@@ -184,7 +193,7 @@ export function createHost(post) {
     async stats(options) {
       const stats = await opened().stats(options);
       return { ...stats, applySteps, longestStepMs: Math.round(longestStepMs), longestCommitMs: Math.round(longestCommitMs),
-               longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql };
+               longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql, lastApply, busyReads };
     },
     async close() {
       const current = db;
