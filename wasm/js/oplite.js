@@ -461,7 +461,7 @@ export class Database extends Queries {
  * It sees the last committed state. The writer and the reader share SQLite's
  * file locks, so a read while the writer's open transaction has written
  * pages into the file (a cache spill: run long transactions with
- * PRAGMA cache_spill = OFF to avoid it) rejects with SQLITE_BUSY (code 5)
+ * PRAGMA cache_spill = OFF before BEGIN to avoid it) rejects with SQLITE_BUSY (code 5)
  * instead of reading a half-written file; retry after the writer commits.
  */
 export class Reader extends Queries {

@@ -9,7 +9,8 @@
 // before the SDK's powersync_control call that applies it (see
 // applyInSteps); the event loop turns between steps, so reads run
 // meanwhile, on the reader, which sees the last committed state: the
-// writer keeps the apply in its page cache (cache_spill off) until COMMIT.
+// writer keeps the apply in its page cache (up to APPLY_CACHE_BYTES) until
+// COMMIT.
 //
 // Messages: {id, method, args} -> {id, result} or {id, error}; and, after
 // each committed write transaction, {event: 'tables', tables}.
@@ -24,6 +25,10 @@ const COMMIT = /^\s*(COMMIT|END)(\s+TRANSACTION)?\s*;?\s*$/i;
 const SQLITE_BUSY = 5;
 // An apply step should take about this long.
 const STEP_MS = 20;
+// During an apply in steps the writer keeps up to this much of its changes
+// in its page cache before it spills them into the file (which makes reads
+// wait for the COMMIT).
+const APPLY_CACHE_BYTES = 512 * 1024 * 1024;
 
 // Lets queued messages (reads) run: a macrotask, without the clamping of
 // nested setTimeout.
@@ -53,7 +58,11 @@ export function createHost(post) {
   let lastApply = null;
   // Reads that found the writer's changes in the file and waited for COMMIT.
   let busyReads = 0;
-  // cache_spill is off from an apply in steps to the end of its transaction.
+  // The spill threshold is raised from an apply in steps to the end of its
+  // transaction. (The numeric form of PRAGMA cache_spill, in KiB when
+  // negative, takes effect at once; the boolean form reaches the pager only
+  // outside a transaction, so cache_spill = OFF inside the SDK's
+  // transaction did nothing.)
   let spillOff = false;
   // Waiters for the writer's transaction to end (a read that found the
   // database locked by a writer that had to spill), and for the reader's
@@ -71,7 +80,8 @@ export function createHost(post) {
     if (db == null || (await db.inTransaction())) return;
     if (spillOff) {
       spillOff = false;
-      await db.execute('PRAGMA cache_spill = ON');
+      // SQLite's default: spill once the cache is full.
+      await db.execute('PRAGMA cache_spill = 1');
     }
     const waiters = idleWaiters;
     idleWaiters = [];
@@ -86,7 +96,7 @@ export function createHost(post) {
     if (!prepared.rawRows[0][0]) return;
     if (!spillOff) {
       spillOff = true;
-      await db.execute('PRAGMA cache_spill = OFF');
+      await db.execute(`PRAGMA cache_spill = -${APPLY_CACHE_BYTES / 1024}`);
     }
     lastApply = { start: Date.now(), end: null };
     for (;;) {
