@@ -43,6 +43,12 @@ function turnEventLoop() {
   });
 }
 
+// Resolves every waiter in `waiters`; returns the empty list to keep.
+function wakeAll(waiters) {
+  for (const resolve of waiters) resolve();
+  return [];
+}
+
 /** A host for one database; `post` sends a message to the adapter. Returns the message handler. */
 export function createHost(post) {
   let db = null;
@@ -63,7 +69,7 @@ export function createHost(post) {
   // negative, takes effect at once; the boolean form reaches the pager only
   // outside a transaction, so cache_spill = OFF inside the SDK's
   // transaction did nothing.)
-  let spillOff = false;
+  let spillRaised = false;
   // Waiters for the writer's transaction to end (a read that found the
   // database locked by a writer that had to spill), and for the reader's
   // (a COMMIT that found a read transaction open: with a rollback journal
@@ -78,14 +84,12 @@ export function createHost(post) {
 
   async function afterWrite() {
     if (db == null || (await db.inTransaction())) return;
-    if (spillOff) {
-      spillOff = false;
+    if (spillRaised) {
+      spillRaised = false;
       // SQLite's default: spill once the cache is full.
       await db.execute('PRAGMA cache_spill = 1');
     }
-    const waiters = idleWaiters;
-    idleWaiters = [];
-    for (const resolve of waiters) resolve();
+    idleWaiters = wakeAll(idleWaiters);
   }
 
   // Before the SDK's powersync_control(op, payload): if that call will apply
@@ -94,8 +98,8 @@ export function createHost(post) {
     if (reader == null) return;
     const prepared = await db.executeRaw('SELECT oplite_apply_prepare(?, ?)', [op, payload]);
     if (!prepared.rawRows[0][0]) return;
-    if (!spillOff) {
-      spillOff = true;
+    if (!spillRaised) {
+      spillRaised = true;
       await db.execute(`PRAGMA cache_spill = -${APPLY_CACHE_BYTES / 1024}`);
     }
     lastApply = { start: Date.now(), end: null };
@@ -133,9 +137,7 @@ export function createHost(post) {
       }
     } finally {
       if (reader != null && !(await reader.inTransaction())) {
-        const waiters = readerIdleWaiters;
-        readerIdleWaiters = [];
-        for (const resolve of waiters) resolve();
+        readerIdleWaiters = wakeAll(readerIdleWaiters);
       }
     }
   }
