@@ -42,6 +42,8 @@ step "test-data, the loopback service and the CLI end to end"
 # Sync, local write + upload + confirmed write checkpoint, reconnect after a
 # dropped stream, expired and expiring tokens, the binary and the demo.
 cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli 2>&1 | tee -a "$log"
+# The wasm crate's pure modules (read snapshots) run natively.
+cargo test -p oplite-wasm 2>&1 | tee -a "$log"
 
 if [[ -z ${OPLITE_SKIP_NODE:-} ]]; then
   step "the official Node SDK with its bundled core and with oplite (scripts/test-node.sh)"

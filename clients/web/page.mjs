@@ -71,7 +71,7 @@ function probeQueries(db, everyMs, sql) {
                applySteps: adapterStats?.applySteps ?? null, longestStepMs: adapterStats?.longestStepMs ?? null,
                longestCommitMs: adapterStats?.longestCommitMs ?? null, longestReadMs: adapterStats?.longestReadMs ?? null,
                longestReadSql: adapterStats?.longestReadSql ?? null,
-               longestWaitFrom: longestAt, lastApply: adapterStats?.lastApply ?? null, busyReads: adapterStats?.busyReads ?? null, stoppedAt: Date.now(), memoryHighwater: adapterStats?.memoryHighwater ?? null, wasmMemoryBytes: adapterStats?.wasmMemoryBytes ?? null };
+               longestWaitFrom: longestAt, lastApply: adapterStats?.lastApply ?? null, stoppedAt: Date.now(), memoryHighwater: adapterStats?.memoryHighwater ?? null, wasmMemoryBytes: adapterStats?.wasmMemoryBytes ?? null };
     },
   };
 }

@@ -71,6 +71,8 @@ export interface Stats {
   dbBytesWritten: number;
   /** Rollback journals deleted (one at the end of each write transaction in the default journal mode). */
   journalsDeleted: number;
+  /** Bytes of page images kept so that readers see their snapshot while the writer writes the file. */
+  snapshotBytes: number;
   /** SQLite's heap in use and its high-water mark. */
   memoryUsed: number;
   memoryHighwater: number;

@@ -9,8 +9,9 @@
 // before the SDK's powersync_control call that applies it (see
 // applyInSteps); the event loop turns between steps, so reads run
 // meanwhile, on the reader, which sees the last committed state: the
-// writer keeps the apply in its page cache (up to APPLY_CACHE_BYTES) until
-// COMMIT.
+// module's VFS keeps the page images the writer overwrites for it
+// (wasm/src/snapshot.rs). The writer's cache is small during the apply, so
+// it writes the apply into the file as it goes and its COMMIT is short.
 //
 // Messages: {id, method, args} -> {id, result} or {id, error}; and, after
 // each committed write transaction, {event: 'tables', tables}.
@@ -22,13 +23,11 @@ const CONTROL = /^\s*SELECT\s+CAST\s*\(\s*powersync_control\s*\(\s*\?\s*,\s*\?\s
 // deferred BEGIN gives the same snapshot without asking for the writer's lock.
 const BEGIN_WRITE = /^\s*BEGIN\s+(IMMEDIATE|EXCLUSIVE)(\s+TRANSACTION)?\s*;?\s*$/i;
 const COMMIT = /^\s*(COMMIT|END)(\s+TRANSACTION)?\s*;?\s*$/i;
-const SQLITE_BUSY = 5;
 // An apply step should take about this long.
 const STEP_MS = 20;
-// During an apply in steps the writer keeps up to this much of its changes
-// in its page cache before it spills them into the file (which makes reads
-// wait for the COMMIT).
-const APPLY_CACHE_BYTES = 512 * 1024 * 1024;
+// The writer's page cache during an apply in steps: what it holds at the
+// end is what COMMIT writes in one call.
+const APPLY_CACHE_KB = 4096;
 
 // Lets queued messages (reads) run: a macrotask, without the clamping of
 // nested setTimeout.
@@ -41,12 +40,6 @@ function turnEventLoop() {
     };
     channel.port2.postMessage(null);
   });
-}
-
-// Resolves every waiter in `waiters`; returns the empty list to keep.
-function wakeAll(waiters) {
-  for (const resolve of waiters) resolve();
-  return [];
 }
 
 /** A host for one database; `post` sends a message to the adapter. Returns the message handler. */
@@ -62,20 +55,10 @@ export function createHost(post) {
   let longestRead = { ms: 0, sql: null };
   // When (Date.now()) the last stepped apply started and ended.
   let lastApply = null;
-  // Reads that found the writer's changes in the file and waited for COMMIT.
-  let busyReads = 0;
-  // The spill threshold is raised from an apply in steps to the end of its
-  // transaction. (The numeric form of PRAGMA cache_spill, in KiB when
-  // negative, takes effect at once; the boolean form reaches the pager only
-  // outside a transaction, so cache_spill = OFF inside the SDK's
-  // transaction did nothing.)
-  let spillRaised = false;
-  // Waiters for the writer's transaction to end (a read that found the
-  // database locked by a writer that had to spill), and for the reader's
-  // (a COMMIT that found a read transaction open: with a rollback journal
-  // the writer must wait for it).
-  let idleWaiters = [];
-  let readerIdleWaiters = [];
+  // The page cache the app asked for, and whether the apply's smaller one
+  // is in place (until the end of the apply's transaction).
+  let cacheSizeKb = null;
+  let applyCache = false;
 
   function opened() {
     if (db == null) throw new Error('the database is not open');
@@ -83,13 +66,9 @@ export function createHost(post) {
   }
 
   async function afterWrite() {
-    if (db == null || (await db.inTransaction())) return;
-    if (spillRaised) {
-      spillRaised = false;
-      // SQLite's default: spill once the cache is full.
-      await db.execute('PRAGMA cache_spill = 1');
-    }
-    idleWaiters = wakeAll(idleWaiters);
+    if (!applyCache || db == null || (await db.inTransaction())) return;
+    applyCache = false;
+    await db.execute(`PRAGMA cache_size = -${cacheSizeKb}`);
   }
 
   // Before the SDK's powersync_control(op, payload): if that call will apply
@@ -98,9 +77,9 @@ export function createHost(post) {
     if (reader == null) return;
     const prepared = await db.executeRaw('SELECT oplite_apply_prepare(?, ?)', [op, payload]);
     if (!prepared.rawRows[0][0]) return;
-    if (!spillRaised) {
-      spillRaised = true;
-      await db.execute(`PRAGMA cache_spill = -${APPLY_CACHE_BYTES / 1024}`);
+    if (!applyCache) {
+      applyCache = true;
+      await db.execute(`PRAGMA cache_size = -${Math.min(APPLY_CACHE_KB, cacheSizeKb)}`);
     }
     lastApply = { start: Date.now(), end: null };
     for (;;) {
@@ -120,49 +99,24 @@ export function createHost(post) {
 
   async function read(sql, params) {
     if (BEGIN_WRITE.test(sql)) sql = 'BEGIN';
-    try {
-      for (;;) {
-        try {
-          const started = performance.now();
-          const result = await reader.executeRaw(sql, params);
-          const took = performance.now() - started;
-          if (took > longestRead.ms) longestRead = { ms: took, sql: sql.slice(0, 200) };
-          return result;
-        } catch (e) {
-          // The writer spilled its changes into the file: wait for its COMMIT.
-          if (e?.code !== SQLITE_BUSY || !(await db.inTransaction())) throw e;
-          busyReads++;
-          await new Promise((resolve) => idleWaiters.push(resolve));
-        }
-      }
-    } finally {
-      if (reader != null && !(await reader.inTransaction())) {
-        readerIdleWaiters = wakeAll(readerIdleWaiters);
-      }
-    }
+    const started = performance.now();
+    const result = await reader.executeRaw(sql, params);
+    const took = performance.now() - started;
+    if (took > longestRead.ms) longestRead = { ms: took, sql: sql.slice(0, 200) };
+    return result;
   }
 
-  // A statement on the writer. A COMMIT (or a statement outside a
-  // transaction) that finds a read transaction open gets SQLITE_BUSY and is
-  // retried once the reader's transaction ends.
   async function write(sql, params) {
-    for (;;) {
-      try {
-        const started = performance.now();
-        const result = await opened().executeRaw(sql, params);
-        if (COMMIT.test(sql)) longestCommitMs = Math.max(longestCommitMs, performance.now() - started);
-        return result;
-      } catch (e) {
-        const retry = e?.code === SQLITE_BUSY && reader != null && (COMMIT.test(sql) || !(await db.inTransaction()));
-        if (!retry || !(await reader.inTransaction())) throw e;
-        await new Promise((resolve) => readerIdleWaiters.push(resolve));
-      }
-    }
+    const started = performance.now();
+    const result = await opened().executeRaw(sql, params);
+    if (COMMIT.test(sql)) longestCommitMs = Math.max(longestCommitMs, performance.now() - started);
+    return result;
   }
 
   const methods = {
-    async open({ name, vfs, onLocked, cacheSizeKb, wasm }) {
+    async open({ name, vfs, onLocked, cacheSizeKb: cacheKb, wasm }) {
       db = await open({ name, vfs, onLocked, wasm });
+      cacheSizeKb = cacheKb;
       await db.execute(`PRAGMA cache_size = -${cacheSizeKb}`);
       db.onTablesChanged((tables) => post({ event: 'tables', tables }));
       if (vfs !== 'memory') {
@@ -205,7 +159,7 @@ export function createHost(post) {
     async stats(options) {
       const stats = await opened().stats(options);
       return { ...stats, applySteps, longestStepMs: Math.round(longestStepMs), longestCommitMs: Math.round(longestCommitMs),
-               longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql, lastApply, busyReads };
+               longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql, lastApply };
     },
     async close() {
       const current = db;

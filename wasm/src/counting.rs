@@ -12,17 +12,19 @@
 //! spills nothing to temporary files (sync_local promises never to build a
 //! temporary b-tree) and that a reader deletes no journal of its writer.
 //!
-//! **Locks.** The base VFSs keep a lock level per handle and nothing more, so
-//! two connections on one file (the writer and its reader, see
-//! `Database.openReader`) would not see each other: a reader would find no
-//! RESERVED lock, take the writer's journal for a hot one (once its header
-//! is complete: after it was synced, or at once with `synchronous=OFF`) and
-//! roll it back. So the wrapper implements SQLite's lock protocol for main
-//! database files itself, in a table keyed by base VFS and file name shared
-//! by all connections of this (single-threaded) module; see [`FileLocks`].
-//! Lock and unlock calls still reach the base VFS once the wrapper grants
-//! them (the IndexedDB mirror finds commit points in its unlock). Journals
-//! and other files are not locked by SQLite and pass through unchanged.
+//! **Locks and snapshots.** The base VFSs keep a lock level per handle and
+//! nothing more, so two connections on one file (the writer and its reader,
+//! see `Database.openReader`) would not see each other: a reader would find
+//! no RESERVED lock, take the writer's journal for a hot one and roll it
+//! back. So the wrapper keeps the locks of main database files itself, in a
+//! table keyed by base VFS and file name shared by all connections of this
+//! (single-threaded) module ([`FileLocks`]), and gives each reader a
+//! snapshot: the page images the writer overwrites are kept for the readers
+//! that began before its transaction ended ([`crate::snapshot`]), so readers
+//! and the writer never wait for each other. Lock and unlock calls still
+//! reach the base VFS once the wrapper grants them (the IndexedDB mirror
+//! finds commit points in its unlock). Journals and other files are not
+//! locked by SQLite and pass through unchanged.
 //!
 //! The wrapper advertises I/O methods version 1 (no shared memory, no
 //! memory mapping), like every VFS it wraps here, so SQLite never tries WAL
@@ -38,6 +40,8 @@ use std::ptr;
 use std::rc::{Rc, Weak};
 
 use rusqlite::ffi;
+
+use crate::snapshot::Snapshots;
 
 thread_local! {
     static COUNTS: Cell<WriteCounts> = const { Cell::new(WriteCounts { temp: 0, journal: 0, main: 0, journals_deleted: 0 }) };
@@ -76,21 +80,24 @@ enum Kind {
 const NONE: c_int = ffi::SQLITE_LOCK_NONE;
 const SHARED: c_int = ffi::SQLITE_LOCK_SHARED;
 const RESERVED: c_int = ffi::SQLITE_LOCK_RESERVED;
-const PENDING: c_int = ffi::SQLITE_LOCK_PENDING;
-const EXCLUSIVE: c_int = ffi::SQLITE_LOCK_EXCLUSIVE;
 
-/// The locks held on one main database file by all its handles, under
-/// SQLite's protocol (NONE < SHARED < RESERVED < PENDING < EXCLUSIVE): any
-/// number of handles may hold SHARED, at most one holds more. That one is
-/// the writer: RESERVED lets readers start, PENDING (on the way to
-/// EXCLUSIVE) lets no new reader start, EXCLUSIVE is granted once no other
-/// handle holds SHARED.
+/// The locks held on one main database file by all its handles, and the
+/// read snapshots they hold. Any number of handles may hold SHARED, at most
+/// one holds more: the writer, which takes RESERVED and then EXCLUSIVE as
+/// SQLite asks. Unlike SQLite's own VFSs, a reader may take SHARED while
+/// the writer holds EXCLUSIVE, and the writer gets EXCLUSIVE while readers
+/// hold SHARED: each reader reads the file as of its snapshot
+/// ([`Snapshots`]). A handle whose snapshot is stale (a write committed since
+/// it took SHARED) is refused RESERVED and EXCLUSIVE with SQLITE_BUSY until it
+/// unlocks, as WAL refuses it; otherwise it would write over a change it never
+/// saw.
 #[derive(Default)]
 struct FileLocks {
     /// Handles holding SHARED or more.
     shared: u32,
     /// The level of the one handle above SHARED, or NONE.
     writer: c_int,
+    snapshots: Snapshots,
 }
 
 impl FileLocks {
@@ -108,11 +115,10 @@ impl FileLocks {
         }
     }
 
-    /// Raises a handle's lock from `held` to `want` (xLock). Returns the
-    /// level it holds afterwards and SQLITE_OK or SQLITE_BUSY: a refused
-    /// EXCLUSIVE keeps PENDING, as in SQLite's own VFSs, until the handle
-    /// unlocks.
-    fn raise(&mut self, held: c_int, want: c_int) -> (c_int, c_int) {
+    /// Raises a handle's lock from `held` to `want` (xLock); `stale` says
+    /// whether its snapshot is. Returns the level it holds afterwards and
+    /// SQLITE_OK, SQLITE_BUSY or SQLITE_MISUSE.
+    fn raise(&mut self, held: c_int, want: c_int, stale: bool) -> (c_int, c_int) {
         if want <= held {
             return (held, ffi::SQLITE_OK);
         }
@@ -120,25 +126,11 @@ impl FileLocks {
             // SQLite always takes SHARED first.
             return (held, ffi::SQLITE_MISUSE);
         }
-        // Another handle's write lock; ours if we are the writer.
-        let other = if held > SHARED { NONE } else { self.writer };
-        let refused = match want {
-            SHARED => other >= PENDING,
-            _ => other != NONE,
-        };
-        if refused {
+        // Only a write lock is refused: to another handle's, or to a stale snapshot.
+        if want > SHARED && ((held == SHARED && self.writer != NONE) || stale) {
             return (held, ffi::SQLITE_BUSY);
         }
-        let mut now = held;
-        if want >= PENDING {
-            self.set(now, PENDING);
-            now = PENDING;
-            // `shared` counts this handle too.
-            if want == EXCLUSIVE && self.shared > 1 {
-                return (PENDING, ffi::SQLITE_BUSY);
-            }
-        }
-        self.set(now, want);
+        self.set(held, want);
         (want, ffi::SQLITE_OK)
     }
 }
@@ -146,6 +138,13 @@ impl FileLocks {
 thread_local! {
     /// The lock state of each open main database file, by base VFS and name.
     static LOCKS: RefCell<HashMap<String, Weak<RefCell<FileLocks>>>> = RefCell::new(HashMap::new());
+}
+
+/// Bytes of before images held for read snapshots, over all open files.
+pub fn snapshot_bytes() -> u64 {
+    LOCKS.with(|table| {
+        table.borrow().values().filter_map(Weak::upgrade).map(|locks| locks.borrow().snapshots.held_bytes()).sum()
+    })
 }
 
 /// The lock state shared by every handle on the file `key`.
@@ -170,6 +169,8 @@ struct CountingFile {
     /// state. `None` for other files, whose lock calls pass through.
     lock: c_int,
     locks: Option<Rc<RefCell<FileLocks>>>,
+    /// The snapshot this handle reads while it holds SHARED.
+    version: u64,
 }
 
 /// Registers (once) and returns the name of the counting wrapper around the
@@ -264,6 +265,7 @@ unsafe extern "C" fn x_open(
             Kind::Main
         };
         (*ours).lock = NONE;
+        (*ours).version = 0;
         // The memory is SQLite's and uninitialised: write the field without
         // dropping what was there. x_close takes it out again.
         ptr::addr_of_mut!((*ours).locks).write(None);
@@ -350,8 +352,7 @@ unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
         let ours = file.cast::<CountingFile>();
         // SQLite unlocks before it closes; release anything left anyway.
         if let Some(locks) = (*ours).locks.take() {
-            locks.borrow_mut().set((*ours).lock, NONE);
-            (*ours).lock = NONE;
+            release(&mut locks.borrow_mut(), ours, NONE);
             drop(locks);
             LOCKS.with(|table| table.borrow_mut().retain(|_, locks| locks.strong_count() > 0));
         }
@@ -360,12 +361,57 @@ unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
         rc
     }
 }
+/// The handle's lock table if it reads through a snapshot now: a main
+/// database file, at SHARED (a writer reads the file it writes).
+unsafe fn snapshot_reader(file: *mut ffi::sqlite3_file) -> Option<(Rc<RefCell<FileLocks>>, u64)> {
+    unsafe {
+        let ours = file.cast::<CountingFile>();
+        let locks = (*ours).locks.as_ref()?;
+        ((*ours).lock == SHARED).then(|| (locks.clone(), (*ours).version))
+    }
+}
+
+/// Reads the real file for [`Snapshots`]: a short read is zero-filled, as the
+/// base VFSs do, and is not an error there.
+unsafe fn read_real(file: *mut ffi::sqlite3_file, offset: u64, buf: &mut [u8]) -> Result<(), c_int> {
+    unsafe {
+        match forward!(file, xRead, buf.as_mut_ptr().cast(), buf.len() as c_int, offset as i64) {
+            ffi::SQLITE_OK | ffi::SQLITE_IOERR_SHORT_READ => Ok(()),
+            rc => Err(rc),
+        }
+    }
+}
+
+unsafe fn real_size(file: *mut ffi::sqlite3_file) -> Result<u64, c_int> {
+    unsafe {
+        let mut size = 0i64;
+        match forward!(file, xFileSize, &mut size) {
+            ffi::SQLITE_OK => Ok(size.max(0) as u64),
+            rc => Err(rc),
+        }
+    }
+}
+
 unsafe extern "C" fn x_read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amount: c_int, offset: i64) -> c_int {
-    unsafe { forward!(file, xRead, buf, amount, offset) }
+    unsafe {
+        let Some((locks, version)) = snapshot_reader(file).filter(|(l, v)| l.borrow().snapshots.size(*v).is_some())
+        else {
+            return forward!(file, xRead, buf, amount, offset);
+        };
+        // SQLite passes a buffer of `amount` bytes.
+        let buf = std::slice::from_raw_parts_mut(buf.cast::<u8>(), amount.max(0) as usize);
+        let read = locks.borrow().snapshots.read(version, offset.max(0) as u64, buf, |at, out| read_real(file, at, out));
+        match read {
+            Ok(false) => ffi::SQLITE_OK,
+            Ok(true) => ffi::SQLITE_IOERR_SHORT_READ,
+            Err(rc) => rc,
+        }
+    }
 }
 unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, buf: *const c_void, amount: c_int, offset: i64) -> c_int {
     unsafe {
-        let kind = (*file.cast::<CountingFile>()).kind;
+        let ours = file.cast::<CountingFile>();
+        let kind = (*ours).kind;
         COUNTS.with(|c| {
             let mut counts = c.get();
             let amount = amount.max(0) as u64;
@@ -376,18 +422,70 @@ unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, buf: *const c_void, a
             }
             c.set(counts);
         });
+        if let Some(locks) = (*ours).locks.clone() {
+            let kept = locks.borrow_mut().snapshots.before_write(
+                offset.max(0) as u64,
+                amount.max(0) as u64,
+                || real_size(file),
+                |at, out| read_real(file, at, out),
+            );
+            if let Err(rc) = kept {
+                return rc;
+            }
+        }
         forward!(file, xWrite, buf, amount, offset)
     }
 }
 unsafe extern "C" fn x_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
-    unsafe { forward!(file, xTruncate, size) }
+    unsafe {
+        if let Some(locks) = (*file.cast::<CountingFile>()).locks.clone() {
+            let kept = locks.borrow_mut().snapshots.before_truncate(
+                size.max(0) as u64,
+                || real_size(file),
+                |at, out| read_real(file, at, out),
+            );
+            if let Err(rc) = kept {
+                return rc;
+            }
+        }
+        forward!(file, xTruncate, size)
+    }
 }
 unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
     unsafe { forward!(file, xSync, flags) }
 }
 unsafe extern "C" fn x_file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
-    unsafe { forward!(file, xFileSize, size) }
+    unsafe {
+        if let Some(old) = snapshot_reader(file).and_then(|(locks, v)| locks.borrow().snapshots.size(v)) {
+            *size = old as i64;
+            return ffi::SQLITE_OK;
+        }
+        forward!(file, xFileSize, size)
+    }
 }
+
+/// Lowers a handle's lock in the table to `to`, ending its write (a new
+/// version, if it wrote) and its snapshot as it goes below each level. A
+/// writer that keeps SHARED reads on at the version it made.
+unsafe fn release(locks: &mut FileLocks, ours: *mut CountingFile, to: c_int) {
+    unsafe {
+        let from = (*ours).lock;
+        let to = to.min(from);
+        locks.set(from, to);
+        (*ours).lock = to;
+        if from >= RESERVED && to < RESERVED {
+            locks.snapshots.end_write();
+            if to == SHARED {
+                locks.snapshots.end_read((*ours).version);
+                (*ours).version = locks.snapshots.begin_read();
+            }
+        }
+        if from >= SHARED && to == NONE {
+            locks.snapshots.end_read((*ours).version);
+        }
+    }
+}
+
 // The lock methods: decide in the shared table first, then tell the base VFS.
 // `file` is one of our handles (SQLite passes back what x_open set up), and
 // no base VFS calls back into these, so the RefCell borrows never overlap.
@@ -398,15 +496,21 @@ unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, lock: c_int) -> c_int 
             return forward!(file, xLock, lock);
         };
         let held = (*ours).lock;
-        let (reached, rc) = locks.borrow_mut().raise(held, lock);
-        (*ours).lock = reached;
-        if rc != ffi::SQLITE_OK {
-            return rc;
+        {
+            let mut table = locks.borrow_mut();
+            let stale = held >= SHARED && table.snapshots.is_stale((*ours).version);
+            let (reached, rc) = table.raise(held, lock, stale);
+            if rc != ffi::SQLITE_OK {
+                return rc;
+            }
+            if held == NONE && reached >= SHARED {
+                (*ours).version = table.snapshots.begin_read();
+            }
+            (*ours).lock = reached;
         }
         let rc = forward!(file, xLock, lock);
         if rc != ffi::SQLITE_OK {
-            locks.borrow_mut().set(reached, held);
-            (*ours).lock = held;
+            release(&mut locks.borrow_mut(), ours, held);
         }
         rc
     }
@@ -414,10 +518,8 @@ unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, lock: c_int) -> c_int 
 unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, lock: c_int) -> c_int {
     unsafe {
         let ours = file.cast::<CountingFile>();
-        if let Some(locks) = &(*ours).locks {
-            let to = lock.min((*ours).lock);
-            locks.borrow_mut().set((*ours).lock, to);
-            (*ours).lock = to;
+        if let Some(locks) = (*ours).locks.clone() {
+            release(&mut locks.borrow_mut(), ours, lock);
         }
         forward!(file, xUnlock, lock)
     }

@@ -361,7 +361,8 @@ impl Database {
     }
 
     /// Counters: bytes written to temporary files, journals and database
-    /// files by all databases of this module, rollback journals deleted; SQLite's memory in use and
+    /// files by all databases of this module, rollback journals deleted; the
+    /// bytes of before images kept for readers' snapshots; SQLite's memory in use and
     /// its high-water mark (reset when `resetHighwater` is true); the size
     /// of the module's linear memory (which holds `idb` databases whole).
     pub fn stats(&self, reset_highwater: bool) -> JsValue {
@@ -381,6 +382,7 @@ impl Database {
         set(&out, "journalBytesWritten", JsValue::from_f64(counts.journal as f64));
         set(&out, "dbBytesWritten", JsValue::from_f64(counts.main as f64));
         set(&out, "journalsDeleted", JsValue::from_f64(counts.journals_deleted as f64));
+        set(&out, "snapshotBytes", JsValue::from_f64(counting::snapshot_bytes() as f64));
         set(&out, "memoryUsed", JsValue::from_f64(current as f64));
         set(&out, "memoryHighwater", JsValue::from_f64(highwater as f64));
         let wasm_memory = std::arch::wasm32::memory_size::<0>() as f64 * 65536.0;

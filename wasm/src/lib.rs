@@ -24,10 +24,18 @@
 //!
 //! Panics abort (wasm32-unknown-unknown has no unwinding here); the JS side
 //! sees a `RuntimeError: unreachable` and must reopen the module.
-#![cfg(all(target_family = "wasm", target_os = "unknown"))]
+//!
+//! Everything but [`snapshot`] (pure bookkeeping, unit-tested natively) is
+//! for wasm32-unknown-unknown only, so workspace-wide commands still work.
 
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
 mod alloc;
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod counting;
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod database;
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod mirror;
+pub mod snapshot;
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod values;

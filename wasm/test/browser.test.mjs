@@ -111,7 +111,7 @@ for (const vfs of ['opfs', 'idb']) {
 }
 
 for (const vfs of ['opfs', 'idb']) {
-  test(`${vfs}: a reader sees the last committed state during a write, SQLITE_BUSY after a spill`, { timeout: 120_000 }, async () => {
+  test(`${vfs}: a reader sees the last committed state during a write, also beside a spilled writer`, { timeout: 120_000 }, async () => {
     const page = await browser.newPage();
     const name = `reader-${vfs}`;
     await call(page, 'open', { name, vfs });

@@ -352,7 +352,7 @@ test('one connection per memory database; closed databases refuse calls', async 
   await assert.rejects(open({ name: 'x', vfs: 'opfs' }), /Web Locks|dedicated Worker/);
 });
 
-test('idb (module level): a reader sees the last committed state during a write, SQLITE_BUSY after a spill', async () => {
+test('idb (module level): a reader sees the last committed state during a write, also beside a spilled writer', async () => {
   await load();
   const name = `reader${process.pid}`;
   const writer = await wasm.openDatabase(name, 'idb');
@@ -389,6 +389,35 @@ test('idb (module level): a reader sees the last committed state during a write,
   } finally {
     reader.free();
     writer.free();
+    wasm.mirrorForget(name);
+  }
+});
+
+test('idb (module level): a connection whose snapshot is stale reads on but may not write', async () => {
+  await load();
+  const name = `stale${process.pid}`;
+  const a = await wasm.openDatabase(name, 'idb');
+  const b = await wasm.openDatabase(name, 'idb');
+  const count = (db) => db.query('SELECT count(*) AS n FROM t', null)[0].n;
+  try {
+    a.execute('CREATE TABLE t(x)', null);
+    b.execute('BEGIN', null);
+    assert.equal(count(b), 0);
+    // a commits while b's read transaction is open: it does not wait for b.
+    a.execute('INSERT INTO t VALUES (1)', null);
+    assert.equal(count(b), 0, "b's snapshot predates a's insert");
+    assert.throws(() => b.execute('INSERT INTO t VALUES (2)', null), (e) => e.code === 5,
+      'a write on a stale snapshot is refused with SQLITE_BUSY');
+    b.execute('ROLLBACK', null);
+    b.execute('INSERT INTO t VALUES (2)', null);
+    assert.equal(count(a), 2);
+    assert.equal(count(b), 2);
+    assert.equal(a.stats(false).snapshotBytes, 0);
+  } finally {
+    b.close();
+    a.close();
+    b.free();
+    a.free();
     wasm.mirrorForget(name);
   }
 });

@@ -1,0 +1,388 @@
+//! Read snapshots of a main database file for the connections of this
+//! module: a reader sees the file as it was when its read transaction began,
+//! even while the writer writes the file, so readers never wait for a writer
+//! and a writer never waits for readers.
+//!
+//! Why: with a rollback journal, a writer whose changes outgrow its page
+//! cache writes them into the file before COMMIT, and SQLite's lock protocol
+//! then shuts readers out until the transaction ends; a writer that keeps
+//! everything in its cache instead writes it all in one COMMIT, which holds
+//! the one thread of a Worker for as long as that takes (about a second at
+//! 1M rows). Both break the web SDK's promise that queries run during a long
+//! apply. WAL would fix the first, but its checkpoint is again one long
+//! call. So the wrapper VFS ([`crate::counting`]) keeps, for each write
+//! transaction, the page images it overwrites ("before images"), the way a
+//! rollback journal does, and serves a reader from them: the writer may
+//! spill at will, in small pieces, and COMMIT writes only what is left.
+//!
+//! Versions count the write transactions that changed the file. A reader
+//! takes the current version when it takes SHARED and reads through every
+//! set of before images from its version on, the oldest first, then the
+//! file. A set is dropped once no reader has a version at or below it. A
+//! connection whose snapshot is older than the file can read on but not
+//! write: [`Snapshots::is_stale`] is how the lock table refuses it (as WAL
+//! refuses with SQLITE_BUSY_SNAPSHOT).
+//!
+//! This is pure bookkeeping: the file is reached through closures, so the
+//! logic is tested natively below. Memory: a set holds the old images of the
+//! pages a transaction changed that existed before it (what its journal
+//! holds), kept until its readers finish; pages it appends cost nothing.
+
+use std::collections::{BTreeMap, HashMap};
+
+/// The before images of one write transaction: the file as it was at
+/// `version`, where the transaction changed it.
+struct BeforeImages {
+    version: u64,
+    /// The file's size at `version`.
+    size: u64,
+    /// Bytes per image: the first write's length when it is a page size,
+    /// else 512. Any write is captured in whole units.
+    unit: u64,
+    /// Unit index -> its bytes at `version` (shorter only at the end of the file).
+    images: HashMap<u64, Box<[u8]>>,
+}
+
+impl BeforeImages {
+    fn units(&self, offset: u64, len: u64) -> std::ops::Range<u64> {
+        offset / self.unit..(offset + len).div_ceil(self.unit)
+    }
+}
+
+/// The versions of one main database file and the before images its
+/// readers still need.
+#[derive(Default)]
+pub struct Snapshots {
+    /// Write transactions that changed the file so far.
+    current: u64,
+    /// Oldest first; the last may be the open write transaction's
+    /// (`version == current`).
+    sets: Vec<BeforeImages>,
+    /// Version -> how many read snapshots hold it.
+    readers: BTreeMap<u64, u32>,
+}
+
+impl Snapshots {
+    /// A read snapshot begins (a handle took SHARED): returns its version.
+    pub fn begin_read(&mut self) -> u64 {
+        *self.readers.entry(self.current).or_default() += 1;
+        self.current
+    }
+
+    /// The read snapshot `version` ends (its handle unlocked).
+    pub fn end_read(&mut self, version: u64) {
+        if let Some(n) = self.readers.get_mut(&version) {
+            *n -= 1;
+            if *n == 0 {
+                self.readers.remove(&version);
+            }
+        }
+        self.collect();
+    }
+
+    /// Whether a snapshot at `version` misses a committed change: such a
+    /// connection must not write, it would overwrite what it never saw.
+    pub fn is_stale(&self, version: u64) -> bool {
+        version < self.current
+    }
+
+    /// The writer is about to write `len` bytes at `offset`: keeps the
+    /// current content of every unit there not kept yet and inside the file
+    /// as it was when the transaction began. `file_size` and `read` reach the
+    /// file as it is now; `read` fills the whole buffer or fails.
+    pub fn before_write<E>(
+        &mut self,
+        offset: u64,
+        len: u64,
+        file_size: impl FnOnce() -> Result<u64, E>,
+        mut read: impl FnMut(u64, &mut [u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let set = self.open_set(len, file_size)?;
+        for unit in set.units(offset, len) {
+            let start = unit * set.unit;
+            if start >= set.size || set.images.contains_key(&unit) {
+                continue;
+            }
+            let mut image = vec![0; (set.size - start).min(set.unit) as usize].into_boxed_slice();
+            read(start, &mut image)?;
+            set.images.insert(unit, image);
+        }
+        Ok(())
+    }
+
+    /// The writer is about to cut the file to `size`: keeps what lies past it.
+    pub fn before_truncate<E>(
+        &mut self,
+        size: u64,
+        file_size: impl FnOnce() -> Result<u64, E>,
+        read: impl FnMut(u64, &mut [u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let now = file_size()?;
+        if size >= now {
+            return Ok(());
+        }
+        self.before_write(size, now - size, || Ok(now), read)
+    }
+
+    /// The writer's transaction ended (it dropped below RESERVED): if it
+    /// changed the file, that is the next version.
+    pub fn end_write(&mut self) {
+        if self.sets.last().is_some_and(|set| set.version == self.current) {
+            self.current += 1;
+        }
+        self.collect();
+    }
+
+    /// The size of the file for a snapshot at `version`, if it differs
+    /// from the file's own.
+    pub fn size(&self, version: u64) -> Option<u64> {
+        self.sets.iter().find(|set| set.version >= version).map(|set| set.size)
+    }
+
+    /// Reads `buf.len()` bytes at `offset` as the snapshot `version` sees
+    /// them. `read` reads the file as it is now, zero-filling past its end.
+    /// Returns whether the read went past the snapshot's end of file (the
+    /// bytes there are zeros), SQLite's short read.
+    pub fn read<E>(
+        &self,
+        version: u64,
+        offset: u64,
+        buf: &mut [u8],
+        read: impl FnOnce(u64, &mut [u8]) -> Result<(), E>,
+    ) -> Result<bool, E> {
+        read(offset, buf)?;
+        let Some(size) = self.size(version) else {
+            return Ok(false);
+        };
+        let len = buf.len() as u64;
+        // The newest set first, so that the oldest image of a byte, the one
+        // this snapshot saw, is the last written.
+        for set in self.sets.iter().rev().take_while(|set| set.version >= version) {
+            for unit in set.units(offset, len) {
+                let Some(image) = set.images.get(&unit) else { continue };
+                let start = unit * set.unit;
+                let from = start.max(offset);
+                let to = (start + image.len() as u64).min(offset + len);
+                if from < to {
+                    buf[(from - offset) as usize..(to - offset) as usize]
+                        .copy_from_slice(&image[(from - start) as usize..(to - start) as usize]);
+                }
+            }
+        }
+        if offset + len > size {
+            buf[size.saturating_sub(offset) as usize..].fill(0);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Bytes of before images held (for stats).
+    pub fn held_bytes(&self) -> u64 {
+        self.sets.iter().flat_map(|set| set.images.values()).map(|image| image.len() as u64).sum()
+    }
+
+    /// The open write transaction's set, begun at the file's size now.
+    fn open_set<E>(&mut self, len: u64, file_size: impl FnOnce() -> Result<u64, E>) -> Result<&mut BeforeImages, E> {
+        if self.sets.last().is_none_or(|set| set.version != self.current) {
+            let unit = if len.is_power_of_two() && (512..=65536).contains(&len) { len } else { 512 };
+            self.sets.push(BeforeImages { version: self.current, size: file_size()?, unit, images: HashMap::new() });
+        }
+        Ok(self.sets.last_mut().expect("pushed above"))
+    }
+
+    /// Drops the sets no snapshot needs: older than the current version and
+    /// newer than every reader.
+    fn collect(&mut self) {
+        let oldest_reader = self.readers.keys().next().copied().unwrap_or(u64::MAX);
+        let current = self.current;
+        self.sets.retain(|set| set.version >= current || set.version >= oldest_reader);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file, and the snapshots of its handles.
+    struct File {
+        bytes: Vec<u8>,
+        snapshots: Snapshots,
+    }
+
+    const PAGE: usize = 4096;
+
+    impl File {
+        fn new(pages: u8) -> Self {
+            let bytes = (0..pages).flat_map(|p| vec![p; PAGE]).collect();
+            File { bytes, snapshots: Snapshots::default() }
+        }
+
+        fn write(&mut self, page: usize, fill: u8) {
+            let bytes = &self.bytes;
+            self.snapshots
+                .before_write(
+                    (page * PAGE) as u64,
+                    PAGE as u64,
+                    || Ok::<_, ()>(bytes.len() as u64),
+                    |at, buf| {
+                        buf.copy_from_slice(&bytes[at as usize..at as usize + buf.len()]);
+                        Ok(())
+                    },
+                )
+                .unwrap();
+            if self.bytes.len() < (page + 1) * PAGE {
+                self.bytes.resize((page + 1) * PAGE, 0);
+            }
+            self.bytes[page * PAGE..(page + 1) * PAGE].fill(fill);
+        }
+
+        fn truncate(&mut self, pages: usize) {
+            let bytes = &self.bytes;
+            self.snapshots
+                .before_truncate(
+                    (pages * PAGE) as u64,
+                    || Ok::<_, ()>(bytes.len() as u64),
+                    |at, buf| {
+                        buf.copy_from_slice(&bytes[at as usize..at as usize + buf.len()]);
+                        Ok(())
+                    },
+                )
+                .unwrap();
+            self.bytes.truncate(pages * PAGE);
+        }
+
+        /// (bytes, short) of `len` bytes at `offset` for the snapshot `version`.
+        fn read(&self, version: u64, offset: usize, len: usize) -> (Vec<u8>, bool) {
+            let mut buf = vec![0xEE; len];
+            let short = self
+                .snapshots
+                .read(version, offset as u64, &mut buf, |at, buf| {
+                    for (i, b) in buf.iter_mut().enumerate() {
+                        *b = self.bytes.get(at as usize + i).copied().unwrap_or(0);
+                    }
+                    Ok::<_, ()>(())
+                })
+                .unwrap();
+            (buf, short)
+        }
+
+        fn page(&self, version: u64, page: usize) -> u8 {
+            let (bytes, _) = self.read(version, page * PAGE, PAGE);
+            assert!(bytes.iter().all(|b| *b == bytes[0]), "page {page} is one value");
+            bytes[0]
+        }
+
+        fn size(&self, version: u64) -> u64 {
+            self.snapshots.size(version).unwrap_or(self.bytes.len() as u64)
+        }
+    }
+
+    #[test]
+    fn a_reader_sees_the_file_as_it_began_until_it_ends() {
+        let mut file = File::new(4);
+        let old = file.snapshots.begin_read();
+        file.write(1, 0xA1);
+        file.write(6, 0xA6); // appended: nothing to keep
+        file.write(1, 0xB1); // kept once
+        assert_eq!(file.snapshots.held_bytes(), PAGE as u64);
+        // A reader that begins during the transaction gets the same version.
+        let during = file.snapshots.begin_read();
+        assert_eq!(during, old);
+        file.snapshots.end_write();
+        let new = file.snapshots.begin_read();
+        assert!(new > old);
+        assert!(file.snapshots.is_stale(old) && !file.snapshots.is_stale(new));
+        for v in [old, during] {
+            assert_eq!((0..4).map(|p| file.page(v, p)).collect::<Vec<_>>(), [0, 1, 2, 3]);
+            assert_eq!(file.size(v), 4 * PAGE as u64);
+        }
+        assert_eq!(file.page(new, 1), 0xB1);
+        assert_eq!(file.page(new, 6), 0xA6);
+        assert_eq!(file.size(new), 7 * PAGE as u64);
+        // Past the snapshot's end: zeros and a short read, though the file
+        // has bytes there now.
+        let (bytes, short) = file.read(old, 5 * PAGE, 16);
+        assert!(short && bytes.iter().all(|b| *b == 0));
+        // A read across the snapshot's end keeps what lies before it.
+        let (bytes, short) = file.read(old, 4 * PAGE - 8, 16);
+        assert!(short);
+        assert_eq!(bytes, [[3u8; 8], [0u8; 8]].concat());
+        // Sub-page reads (SQLite reads its header at offsets 0 and 24).
+        let (bytes, short) = file.read(old, PAGE + 24, 16);
+        assert!(!short && bytes == [1; 16]);
+        file.snapshots.end_read(old);
+        assert_eq!(file.snapshots.held_bytes(), PAGE as u64, "`during` still reads version {old}");
+        file.snapshots.end_read(during);
+        assert_eq!(file.snapshots.held_bytes(), 0);
+        assert_eq!(file.snapshots.size(new), None);
+    }
+
+    #[test]
+    fn readers_of_several_versions_see_their_own() {
+        let mut file = File::new(3);
+        let v0 = file.snapshots.begin_read();
+        file.write(0, 10);
+        file.snapshots.end_write();
+        let v1 = file.snapshots.begin_read();
+        file.write(0, 20);
+        file.write(1, 21);
+        file.truncate(2); // page 2 goes
+        file.snapshots.end_write();
+        let v2 = file.snapshots.begin_read();
+        assert_eq!((0..3).map(|p| file.page(v0, p)).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!((0..3).map(|p| file.page(v1, p)).collect::<Vec<_>>(), [10, 1, 2]);
+        assert_eq!((0..2).map(|p| file.page(v2, p)).collect::<Vec<_>>(), [20, 21]);
+        assert_eq!([file.size(v0), file.size(v1), file.size(v2)], [3, 3, 2].map(|p| p * PAGE as u64));
+        // The middle reader ends first: v0 still needs both sets.
+        file.snapshots.end_read(v1);
+        assert_eq!((0..3).map(|p| file.page(v0, p)).collect::<Vec<_>>(), [0, 1, 2]);
+        file.snapshots.end_read(v0);
+        assert_eq!(file.snapshots.held_bytes(), 0);
+        file.snapshots.end_read(v2);
+    }
+
+    #[test]
+    fn a_transaction_that_wrote_nothing_makes_no_version() {
+        let mut file = File::new(2);
+        let v = file.snapshots.begin_read();
+        file.snapshots.end_write();
+        assert!(!file.snapshots.is_stale(v));
+        // A rolled-back transaction wrote its pages back: still a version,
+        // and both sides read the same bytes.
+        file.write(1, 9);
+        file.write(1, 1);
+        file.snapshots.end_write();
+        assert!(file.snapshots.is_stale(v));
+        assert_eq!(file.page(v, 1), 1);
+        file.snapshots.end_read(v);
+        assert_eq!(file.snapshots.held_bytes(), 0);
+    }
+
+    #[test]
+    fn odd_writes_are_kept_in_small_units() {
+        let mut snapshots = Snapshots::default();
+        let mut bytes: Vec<u8> = (0..=255).cycle().take(3000).collect();
+        let original = bytes.clone();
+        let v = snapshots.begin_read();
+        for (at, len) in [(100u64, 700u64), (2500, 900), (50, 10)] {
+            let file = &bytes;
+            snapshots
+                .before_write(at, len, || Ok::<_, ()>(file.len() as u64), |o, buf| {
+                    buf.copy_from_slice(&file[o as usize..o as usize + buf.len()]);
+                    Ok(())
+                })
+                .unwrap();
+            bytes.resize(bytes.len().max((at + len) as usize), 0);
+            bytes[at as usize..(at + len) as usize].fill(0xFF);
+        }
+        let mut buf = vec![0; 3000];
+        let short = snapshots
+            .read(v, 0, &mut buf, |o, out| {
+                out.copy_from_slice(&bytes[o as usize..o as usize + out.len()]);
+                Ok::<_, ()>(())
+            })
+            .unwrap();
+        assert!(!short);
+        assert_eq!(buf, original);
+    }
+}
