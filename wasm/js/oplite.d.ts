@@ -111,6 +111,8 @@ export declare class Database {
   onTablesChanged(listener: (tables: string[]) => void): () => void;
   /** Resolves when everything committed so far is durable. */
   flush(): Promise<void>;
+  /** In a write transaction: writes its changed pages into the file now (sqlite3_db_cacheflush), so COMMIT writes less. */
+  cacheFlush(): Promise<void>;
   stats(options?: { reset?: boolean }): Promise<Stats>;
   /**
    * A second, read-only connection ('opfs' and 'idb'; a memory database

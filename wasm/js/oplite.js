@@ -411,6 +411,15 @@ export class Database extends Queries {
     if (this.#store != null) await this.#store.flush();
   }
 
+  /**
+   * Inside a write transaction: writes the pages it changed from SQLite's page
+   * cache into the file now, keeping them cached, so that COMMIT has less to
+   * write (sqlite3_db_cacheflush). Readers keep their snapshot.
+   */
+  cacheFlush() {
+    return this._queued((raw) => raw.cacheFlush());
+  }
+
   /** Write counters, memory use and the longest single call into the module so far (ms). */
   async stats({ reset = false } = {}) {
     await this.#queue;

@@ -10,8 +10,8 @@
 // applyInSteps); the event loop turns between steps, so reads run
 // meanwhile, on the reader, which sees the last committed state: the
 // module's VFS keeps the page images the writer overwrites for it
-// (wasm/src/snapshot.rs). The writer's cache is small during the apply, so
-// it writes the apply into the file as it goes and its COMMIT is short.
+// (wasm/src/snapshot.rs). Every FLUSH_EVERY_MS of steps the writer writes
+// and syncs what it changed, so its COMMIT is short.
 //
 // Messages: {id, method, args} -> {id, result} or {id, error}; and, after
 // each committed write transaction, {event: 'tables', tables}.
@@ -25,9 +25,10 @@ const BEGIN_WRITE = /^\s*BEGIN\s+(IMMEDIATE|EXCLUSIVE)(\s+TRANSACTION)?\s*;?\s*$
 const COMMIT = /^\s*(COMMIT|END)(\s+TRANSACTION)?\s*;?\s*$/i;
 // An apply step should take about this long.
 const STEP_MS = 20;
-// The writer's page cache during an apply in steps: what it holds at the
-// end is what COMMIT writes in one call.
-const APPLY_CACHE_KB = 4096;
+// During an apply in steps, after about this much of its work the writer
+// writes the pages it changed into the file and syncs it (Database.cacheFlush),
+// so that COMMIT writes and syncs only what changed since.
+const FLUSH_EVERY_MS = 100;
 
 // Lets queued messages (reads) run: a macrotask, without the clamping of
 // nested setTimeout.
@@ -55,20 +56,10 @@ export function createHost(post) {
   let longestRead = { ms: 0, sql: null };
   // When (Date.now()) the last stepped apply started and ended.
   let lastApply = null;
-  // The page cache the app asked for, and whether the apply's smaller one
-  // is in place (until the end of the apply's transaction).
-  let cacheSizeKb = null;
-  let applyCache = false;
 
   function opened() {
     if (db == null) throw new Error('the database is not open');
     return db;
-  }
-
-  async function afterWrite() {
-    if (!applyCache || db == null || (await db.inTransaction())) return;
-    applyCache = false;
-    await db.execute(`PRAGMA cache_size = -${cacheSizeKb}`);
   }
 
   // Before the SDK's powersync_control(op, payload): if that call will apply
@@ -77,18 +68,20 @@ export function createHost(post) {
     if (reader == null) return;
     const prepared = await db.executeRaw('SELECT oplite_apply_prepare(?, ?)', [op, payload]);
     if (!prepared.rawRows[0][0]) return;
-    if (!applyCache) {
-      applyCache = true;
-      await db.execute(`PRAGMA cache_size = -${Math.min(APPLY_CACHE_KB, cacheSizeKb)}`);
-    }
     lastApply = { start: Date.now(), end: null };
+    let sinceFlushMs = 0;
     for (;;) {
       const started = performance.now();
       const more = (await db.executeRaw('SELECT oplite_apply_step(?)', [stepRows])).rawRows[0][0];
       const took = Math.max(performance.now() - started, 0.1);
-      applySteps++;
-      longestStepMs = Math.max(longestStepMs, took);
       stepRows = Math.round(Math.min(Math.max(stepRows * (STEP_MS / took), 100), 200000));
+      sinceFlushMs += took;
+      if (sinceFlushMs >= FLUSH_EVERY_MS) {
+        sinceFlushMs = 0;
+        await db.cacheFlush();
+      }
+      applySteps++;
+      longestStepMs = Math.max(longestStepMs, performance.now() - started);
       if (!more) {
         lastApply.end = Date.now();
         return;
@@ -114,9 +107,8 @@ export function createHost(post) {
   }
 
   const methods = {
-    async open({ name, vfs, onLocked, cacheSizeKb: cacheKb, wasm }) {
+    async open({ name, vfs, onLocked, cacheSizeKb, wasm }) {
       db = await open({ name, vfs, onLocked, wasm });
-      cacheSizeKb = cacheKb;
       await db.execute(`PRAGMA cache_size = -${cacheSizeKb}`);
       db.onTablesChanged((tables) => post({ event: 'tables', tables }));
       if (vfs !== 'memory') {
@@ -126,25 +118,17 @@ export function createHost(post) {
       return { reader: reader != null };
     },
     async executeRaw(sql, params) {
-      try {
-        if (CONTROL.test(sql) && params?.length === 2) await applyInSteps(params[0], params[1]);
-        return await write(sql, params);
-      } finally {
-        await afterWrite();
-      }
+      if (CONTROL.test(sql) && params?.length === 2) await applyInSteps(params[0], params[1]);
+      return write(sql, params);
     },
     // One statement, many parameter sets: one message instead of one per set.
     async executeBatch(sql, sets) {
       let changes = 0;
       let lastInsertRowid = 0;
-      try {
-        for (const params of sets) {
-          const result = await write(sql, params);
-          changes += result.changes;
-          lastInsertRowid = result.lastInsertRowid;
-        }
-      } finally {
-        await afterWrite();
+      for (const params of sets) {
+        const result = await write(sql, params);
+        changes += result.changes;
+        lastInsertRowid = result.lastInsertRowid;
       }
       return { changes, lastInsertRowid };
     },

@@ -147,6 +147,33 @@ pub fn snapshot_bytes() -> u64 {
     })
 }
 
+/// Syncs the main database file of `conn` (its VFS's xSync, as at a commit).
+/// Mid-transaction this is always safe, and after `sqlite3_db_cacheflush` it
+/// makes the durable writes happen then instead of all at COMMIT.
+pub fn sync_main_file(conn: &rusqlite::Connection) -> Result<(), rusqlite::Error> {
+    let mut file: *mut ffi::sqlite3_file = ptr::null_mut();
+    // SAFETY: `conn` is open; SQLITE_FCNTL_FILE_POINTER writes one pointer,
+    // to the file SQLite owns for as long as the connection is open, and we
+    // call it on this thread before returning.
+    let rc = unsafe {
+        let rc = ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_FILE_POINTER,
+            ptr::addr_of_mut!(file).cast(),
+        );
+        if rc != ffi::SQLITE_OK || file.is_null() || (*file).pMethods.is_null() {
+            rc
+        } else {
+            (*(*file).pMethods).xSync.map_or(ffi::SQLITE_OK, |sync| sync(file, ffi::SQLITE_SYNC_NORMAL))
+        }
+    };
+    match rc {
+        ffi::SQLITE_OK => Ok(()),
+        rc => Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), Some("syncing the database file failed".into()))),
+    }
+}
+
 /// The lock state shared by every handle on the file `key`.
 fn file_locks(key: String) -> Rc<RefCell<FileLocks>> {
     LOCKS.with(|table| {

@@ -304,6 +304,17 @@ impl Database {
         }
     }
 
+    /// Inside a write transaction: writes the pages it changed out of
+    /// SQLite's page cache into the file, keeping them cached
+    /// (`sqlite3_db_cacheflush`), and syncs the file, so its COMMIT has
+    /// less to write and to sync. Readers keep their snapshot
+    /// ([`crate::snapshot`]).
+    #[wasm_bindgen(js_name = cacheFlush)]
+    pub fn cache_flush(&self) -> Result<(), JsValue> {
+        let conn = self.conn()?;
+        conn.cache_flush().and_then(|()| counting::sync_main_file(conn)).map_err(|e| sqlite_error(&e))
+    }
+
     /// Whether no transaction is open.
     #[wasm_bindgen(js_name = isAutocommit)]
     pub fn is_autocommit(&self) -> Result<bool, JsValue> {
