@@ -100,6 +100,9 @@ function done(tx) {
   });
 }
 
+// Chunks copied out of the module and put into IndexedDB per task (2 MiB).
+const BATCH_SLICE_CHUNKS = 64;
+
 class IdbStore {
   constructor(idb, chunkSize) {
     this.idb = idb;
@@ -149,20 +152,32 @@ class IdbStore {
     for (;;) {
       // null when nothing waits, or while a transaction has uncommitted
       // pages in the file (the end of that transaction kicks again).
-      const batch = this.raw.takeCommitted();
-      if (batch == null) return;
-      const { size, indices, chunks } = batch;
+      const size = this.raw.beginBatch();
+      if (size == null) return;
       const tx = this.idb.transaction(['chunks', 'meta'], 'readwrite');
       const store = tx.objectStore('chunks');
-      for (let i = 0; i < indices.length; i++) store.put(chunks[i], indices[i]);
-      store.delete(IDBKeyRange.lowerBound(Math.ceil(size / this.chunkSize)));
-      tx.objectStore('meta').put({ size, chunkSize: this.chunkSize }, 'file');
+      const raw = this.raw;
+      // A slice at a time, the next from the success callback of the last
+      // put: the transaction stays open, and queries run between slices.
+      const putSlice = () => {
+        const { indices, chunks } = raw.takeChunks(BATCH_SLICE_CHUNKS);
+        if (indices.length === 0) {
+          store.delete(IDBKeyRange.lowerBound(Math.ceil(size / this.chunkSize)));
+          tx.objectStore('meta').put({ size, chunkSize: this.chunkSize }, 'file');
+          return;
+        }
+        let put;
+        for (let i = 0; i < indices.length; i++) put = store.put(chunks[i], indices[i]);
+        put.onsuccess = putSlice;
+      };
       try {
+        putSlice();
         await done(tx);
         this.batches++;
       } catch (e) {
         // The batch is lost: rewrite everything next time, report now.
-        this.raw.markAllCommitted();
+        raw.abandonBatch();
+        raw.markAllCommitted();
         this.error = e;
         return;
       }

@@ -348,27 +348,45 @@ impl Database {
         }
     }
 
-    /// For `idb`: the committed changes not yet stored, as `{size, indices:
-    /// Uint32Array, chunks: Uint8Array[]}`; `null` if there are none or
-    /// while a transaction has uncommitted pages in the file.
-    #[wasm_bindgen(js_name = takeCommitted)]
-    pub fn take_committed(&self) -> JsValue {
+    /// For `idb`: begins a batch of the committed changes not yet stored
+    /// and returns the file's size after them; `null` if there are none,
+    /// while a transaction has uncommitted pages in the file, or while a
+    /// batch is being taken. Take its chunks with `takeChunks`.
+    #[wasm_bindgen(js_name = beginBatch)]
+    pub fn begin_batch(&self) -> Option<f64> {
         let Storage::Idb(file) = &self.storage else {
-            return JsValue::NULL;
+            return None;
         };
-        let Some(batch) = file.borrow_mut().take_committed() else {
-            return JsValue::NULL;
+        file.borrow_mut().begin_batch().map(|size| size as f64)
+    }
+
+    /// For `idb`: up to `max` more chunks of the batch begun, as `{indices:
+    /// Uint32Array, chunks: Uint8Array[]}`, as they were when it began;
+    /// none once it is all taken.
+    #[wasm_bindgen(js_name = takeChunks)]
+    pub fn take_chunks(&self, max: u32) -> JsValue {
+        let taken = match &self.storage {
+            Storage::Idb(file) => file.borrow_mut().take_chunks(max as usize),
+            _ => Vec::new(),
         };
-        let indices: Vec<u32> = batch.chunks.iter().map(|(index, _)| *index).collect();
+        let indices: Vec<u32> = taken.iter().map(|(index, _)| *index).collect();
         let chunks = Array::new();
-        for (_, bytes) in &batch.chunks {
+        for (_, bytes) in &taken {
             chunks.push(&Uint8Array::from(&bytes[..]));
         }
         let out = Object::new();
-        set(&out, "size", JsValue::from_f64(batch.size as f64));
         set(&out, "indices", Uint32Array::from(&indices[..]).into());
         set(&out, "chunks", chunks.into());
         out.into()
+    }
+
+    /// For `idb`, after a failed IndexedDB write: drops the batch being
+    /// taken (call `markAllCommitted` too).
+    #[wasm_bindgen(js_name = abandonBatch)]
+    pub fn abandon_batch(&self) {
+        if let Storage::Idb(file) = &self.storage {
+            file.borrow_mut().abandon_batch();
+        }
     }
 
     /// Counters: bytes written to temporary files, journals and database
