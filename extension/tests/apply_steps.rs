@@ -44,19 +44,29 @@ fn comparable(answer: &str) -> String {
 }
 
 /// `control` with the apply written first in steps of `budget` rows;
-/// returns the answer and how many steps ran.
-fn stepped(db: &Connection, op: &str, payload: &str, budget: i64) -> (String, u64) {
+/// returns the answer and what each step returned (its stage after).
+fn stepped(db: &Connection, op: &str, payload: &str, budget: i64) -> (String, Vec<i64>) {
     db.execute_batch("BEGIN").unwrap();
-    let mut steps = 0;
+    let mut stages = Vec::new();
     if db.query_row("SELECT oplite_apply_prepare(?1, ?2)", [op, payload], |r| r.get::<_, bool>(0)).unwrap() {
-        steps += 1;
-        while db.query_row("SELECT oplite_apply_step(?1)", [budget], |r| r.get::<_, bool>(0)).unwrap() {
-            steps += 1;
+        loop {
+            let stage = db.query_row("SELECT oplite_apply_step(?1)", [budget], |r| r.get::<_, i64>(0)).unwrap();
+            stages.push(stage);
+            if stage == 0 {
+                break;
+            }
         }
     }
     let out = db.query_row("SELECT powersync_control(?1, ?2)", [op, payload], |r| r.get(0)).unwrap();
     db.execute_batch("COMMIT").unwrap();
-    (out, steps)
+    (out, stages)
+}
+
+/// The stages of an apply in steps, runs merged: `[1, 1, 2, 2, 1, 0]` -> `[1, 2, 1, 0]`.
+fn stage_runs(stages: &[i64]) -> Vec<i64> {
+    let mut runs = stages.to_vec();
+    runs.dedup();
+    runs
 }
 
 fn session(seed: u64, encoding: Encoding, strategy: &str, steps: Option<u64>) -> Driver {
@@ -126,7 +136,12 @@ fn partial_checkpoints_in_steps_match() {
         let call = |op: &str, payload: &str| {
             comparable(&match budget {
                 None => control(&db, op, payload),
-                Some(budget) => stepped(&db, op, payload, budget).0,
+                Some(budget) => {
+                    let (out, stages) = stepped(&db, op, payload, budget);
+                    // Without the app's triggers rows are written as they are walked.
+                    assert!(stages.iter().all(|&stage| stage <= 1) && stages.last().is_none_or(|&s| s == 0), "{stages:?}");
+                    out
+                }
             })
         };
         answers.push(call("start", "{}"));
@@ -169,9 +184,16 @@ fn the_apps_triggers_see_the_same_events_in_steps() {
              CREATE TRIGGER t_up AFTER UPDATE ON ps_data__t BEGIN INSERT INTO log(what) VALUES ('~' || new.id); END;",
         )
         .unwrap();
-        let call = |op: &str, payload: &str| match budget {
+        let mut applies = Vec::new();
+        let mut call = |op: &str, payload: &str| match budget {
             None => control(&db, op, payload),
-            Some(budget) => stepped(&db, op, payload, budget).0,
+            Some(budget) => {
+                let (out, stages) = stepped(&db, op, payload, budget);
+                if !stages.is_empty() {
+                    applies.push(stage_runs(&stages));
+                }
+                out
+            }
         };
         call("start", "{}");
         let mut sums = [0; 4];
@@ -184,6 +206,15 @@ fn the_apps_triggers_see_the_same_events_in_steps() {
             let last = checkpoint["checkpoint"]["last_op_id"].as_str().unwrap().to_owned();
             let out = call("line_text", &json!({"checkpoint_complete": {"last_op_id": last}}).to_string());
             assert!(out.contains("DidCompleteSync"), "{out}");
+        }
+        if budget.is_some() {
+            // Each apply walks, then writes the held rows through the
+            // triggers (stage 2), and says so.
+            assert!(!applies.is_empty());
+            for runs in &applies {
+                // (Its last step may leave the finish, stage 1, to one more.)
+                assert!(runs == &[1, 2, 0] || runs == &[1, 2, 1, 0], "{applies:?}");
+            }
         }
         logs.push(common::diff::rows(&db, "SELECT seq, what FROM log ORDER BY seq"));
     }

@@ -23,8 +23,10 @@ const CONTROL = /^\s*SELECT\s+CAST\s*\(\s*powersync_control\s*\(\s*\?\s*,\s*\?\s
 // deferred BEGIN gives the same snapshot without asking for the writer's lock.
 const BEGIN_WRITE = /^\s*BEGIN\s+(IMMEDIATE|EXCLUSIVE)(\s+TRANSACTION)?\s*;?\s*$/i;
 const COMMIT = /^\s*(COMMIT|END)(\s+TRANSACTION)?\s*;?\s*$/i;
-// An apply step should take about this long.
+// An apply step should take about this long; the first of an apply, or of
+// a stage of it, writes this many rows.
 const STEP_MS = 20;
+const FIRST_STEP_ROWS = 500;
 // During an apply in steps, after about this much of its work the writer
 // writes the pages it changed into the file and syncs it (Database.cacheFlush),
 // so that COMMIT writes and syncs only what changed since.
@@ -48,10 +50,11 @@ export function createHost(post) {
   let db = null;
   let reader = null;
   // Rows per apply step, adapted so that a step takes about STEP_MS.
-  let stepRows = 2000;
+  let stepRows = FIRST_STEP_ROWS;
   // For stats(): steps run, the longest, the longest COMMIT and read.
   let applySteps = 0;
-  let longestStepMs = 0;
+  // The longest step: ms, rows asked for, its stage, ms of it flushing.
+  let longestStep = { ms: 0, rows: 0, stage: 0, flushMs: 0 };
   let longestCommitMs = 0;
   let longestRead = { ms: 0, sql: null };
   // When (Date.now()) the last stepped apply started and ended.
@@ -70,19 +73,30 @@ export function createHost(post) {
     if (!prepared.rawRows[0][0]) return;
     lastApply = { start: Date.now(), end: null };
     let sinceFlushMs = 0;
+    let lastStage = 1;
     for (;;) {
       const started = performance.now();
-      const more = (await db.executeRaw('SELECT oplite_apply_step(?)', [stepRows])).rawRows[0][0];
+      // 0 once done, else the stage the next step continues: rows cost
+      // differently in each, so a new stage starts from few rows again.
+      const rows = stepRows;
+      const stage = (await db.executeRaw('SELECT oplite_apply_step(?)', [rows])).rawRows[0][0];
       const took = Math.max(performance.now() - started, 0.1);
-      stepRows = Math.round(Math.min(Math.max(stepRows * (STEP_MS / took), 100), 200000));
+      stepRows = Math.round(Math.min(Math.max(rows * Math.min(STEP_MS / took, 4), 100), 200000));
+      if (stage !== lastStage) stepRows = FIRST_STEP_ROWS;
+      const stepStage = lastStage;
+      lastStage = stage;
       sinceFlushMs += took;
+      let flushMs = 0;
       if (sinceFlushMs >= FLUSH_EVERY_MS) {
         sinceFlushMs = 0;
+        const flushStarted = performance.now();
         await db.cacheFlush();
+        flushMs = performance.now() - flushStarted;
       }
       applySteps++;
-      longestStepMs = Math.max(longestStepMs, performance.now() - started);
-      if (!more) {
+      const stepMs = performance.now() - started;
+      if (stepMs > longestStep.ms) longestStep = { ms: Math.round(stepMs), rows, stage: stepStage, flushMs: Math.round(flushMs) };
+      if (stage === 0) {
         lastApply.end = Date.now();
         return;
       }
@@ -142,7 +156,7 @@ export function createHost(post) {
     },
     async stats(options) {
       const stats = await opened().stats(options);
-      return { ...stats, applySteps, longestStepMs: Math.round(longestStepMs), longestCommitMs: Math.round(longestCommitMs),
+      return { ...stats, applySteps, longestStepMs: longestStep.ms, longestStep, longestCommitMs: Math.round(longestCommitMs),
                longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql, lastApply };
     },
     async close() {

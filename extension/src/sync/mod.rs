@@ -126,7 +126,7 @@ pub fn register(db: &Connection) -> Result<()> {
                 }
             };
             let mut client = step_client.try_borrow_mut().map_err(|_| busy("oplite_apply_step"))?;
-            Ok(Value::Integer(client.apply_step(db, budget)?.into()))
+            Ok(Value::Integer(client.apply_step(db, budget)? as i64))
         }),
     )?;
     let setting_client = client.clone();

@@ -44,6 +44,19 @@ enum Phase {
     Done,
 }
 
+/// Where an apply stands after a step, as `oplite_apply_step` reports it.
+/// Rows cost a different amount in each stage (walking the oplog is cheap,
+/// writing rows through the app's triggers is not), so a host that sizes
+/// its steps by time starts its estimate again when the stage changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Done = 0,
+    /// Walking the oplog (and writing rows, without the app's triggers).
+    Walk = 1,
+    /// With the app's triggers: writing the rows held, in order.
+    Ordered = 2,
+}
+
 /// One apply of one scope, possibly over several calls.
 #[derive(Debug)]
 pub struct Apply {
@@ -106,6 +119,15 @@ impl Apply {
             stats: self.stats.clone(),
             rows_put: self.rows_put,
             rows_deleted: self.rows_deleted,
+        }
+    }
+
+    /// The stage the next step continues.
+    pub fn stage(&self) -> Stage {
+        match self.phase {
+            Phase::Done => Stage::Done,
+            Phase::Ordered => Stage::Ordered,
+            _ => Stage::Walk,
         }
     }
 

@@ -20,7 +20,7 @@ use rusqlite::{Connection, Row};
 
 use crate::error::{Result, SqliteResultExt};
 use crate::schema::RawTable;
-pub use job::Apply;
+pub use job::{Apply, Stage};
 pub use sink::RowSink;
 pub use strategy::{Decision, ScopeStats, Setting, Strategy};
 

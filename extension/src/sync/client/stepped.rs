@@ -19,7 +19,7 @@ use crate::schema::RawTable;
 use crate::sync::line::{self, SyncLine};
 use crate::sync::payload::Payload;
 use crate::sync::storage;
-use crate::sync_local::{self, Apply, ApplyReport, Scope, Setting};
+use crate::sync_local::{self, Apply, ApplyReport, Scope, Setting, Stage};
 
 fn misuse(function: &'static str, reason: impl Into<String>) -> OpliteError {
     OpliteError::Misuse { function, reason: reason.into() }
@@ -80,15 +80,16 @@ impl SyncClient {
     }
 
     /// `oplite_apply_step(budget)`: writes about `budget` rows of the
-    /// prepared apply; returns true while some are left. An error drops the
-    /// apply (the host rolls its transaction back).
-    pub fn apply_step(&mut self, db: &Connection, budget: u64) -> Result<bool> {
+    /// prepared apply; returns the stage the next step continues
+    /// ([`Stage::Done`], 0, once none are left). An error drops the apply
+    /// (the host rolls its transaction back).
+    pub fn apply_step(&mut self, db: &Connection, budget: u64) -> Result<Stage> {
         let job = self
             .prepared
             .as_mut()
             .ok_or_else(|| misuse("oplite_apply_step", "no apply is prepared (see oplite_apply_prepare)"))?;
         match job.step(db, budget) {
-            Ok(done) => Ok(!done),
+            Ok(_) => Ok(job.stage()),
             Err(e) => {
                 self.prepared = None;
                 Err(e)
