@@ -113,6 +113,8 @@ export declare class Database {
   flush(): Promise<void>;
   /** In a write transaction: writes its changed pages into the file now (sqlite3_db_cacheflush), so COMMIT writes less. */
   cacheFlush(): Promise<void>;
+  /** Syncs the database file now (after cacheFlush), so a later COMMIT syncs less. */
+  syncFile(): Promise<void>;
   stats(options?: { reset?: boolean }): Promise<Stats>;
   /**
    * A second, read-only connection ('opfs' and 'idb'; a memory database
@@ -124,11 +126,11 @@ export declare class Database {
 }
 
 /**
- * A read-only connection from Database.openReader(), with its own queue: it
- * reads the last committed state while the database has a transaction open.
- * While that transaction has written pages into the file (a cache spill;
- * PRAGMA cache_spill = OFF on the writer avoids it) reads reject with a
- * SqliteError of code 5 (SQLITE_BUSY).
+ * A read-only connection from Database.openReader(), with its own queue: each
+ * read transaction sees the state committed when it began, while the database
+ * has a transaction open and after that transaction wrote pages into the file
+ * (the module's VFS keeps the overwritten pages for it). Reads never wait for
+ * the writer, nor the writer's COMMIT for reads.
  */
 export declare class Reader {
   readonly name: string;

@@ -11,9 +11,8 @@
 // module, so a transaction() callback sees nobody else's writes. Listeners
 // of onTablesChanged() hear about each committed write transaction.
 // db.openReader() adds a read-only second connection with its own queue: it
-// reads the last committed state while a transaction() is open, and fails
-// with SQLITE_BUSY (code 5) while the writer's transaction has changed the
-// file (see Reader).
+// reads the last committed state while a transaction() is open, also once
+// that transaction has written pages into the file (see Reader).
 //
 // Cross-tab safety: opening an 'opfs' or 'idb' database takes a Web Lock
 // named after it; a second tab or worker gets a DatabaseLockedError (or
@@ -159,16 +158,23 @@ class IdbStore {
       const raw = this.raw;
       // A slice at a time, the next from the success callback of the last
       // put: the transaction stays open, and queries run between slices.
+      // Whatever fails aborts the transaction, so IndexedDB never holds
+      // part of a batch.
       const putSlice = () => {
-        const { indices, chunks } = raw.takeChunks(BATCH_SLICE_CHUNKS);
-        if (indices.length === 0) {
-          store.delete(IDBKeyRange.lowerBound(Math.ceil(size / this.chunkSize)));
-          tx.objectStore('meta').put({ size, chunkSize: this.chunkSize }, 'file');
-          return;
+        try {
+          const { indices, chunks } = raw.takeChunks(BATCH_SLICE_CHUNKS);
+          if (indices.length === 0) {
+            store.delete(IDBKeyRange.lowerBound(Math.ceil(size / this.chunkSize)));
+            tx.objectStore('meta').put({ size, chunkSize: this.chunkSize }, 'file');
+            return;
+          }
+          let put;
+          for (let i = 0; i < indices.length; i++) put = store.put(chunks[i], indices[i]);
+          put.onsuccess = putSlice;
+        } catch (e) {
+          tx.abort();
+          throw e;
         }
-        let put;
-        for (let i = 0; i < indices.length; i++) put = store.put(chunks[i], indices[i]);
-        put.onsuccess = putSlice;
       };
       try {
         putSlice();
@@ -435,6 +441,11 @@ export class Database extends Queries {
     return this._queued((raw) => raw.cacheFlush());
   }
 
+  /** Syncs the database file now, so that a later COMMIT has less to sync (after cacheFlush). */
+  syncFile() {
+    return this._queued((raw) => raw.syncFile());
+  }
+
   /** Write counters, memory use and the longest single call into the module so far (ms). */
   async stats({ reset = false } = {}) {
     await this.#queue;
@@ -467,6 +478,9 @@ export class Database extends Queries {
       this.#raw = null;
       try {
         raw.close();
+        // A transaction left open has just rolled back: the commits it held
+        // back from IndexedDB can be stored now (its flush above failed).
+        if (this.#store != null) await this.#store.flush();
         raw.free();
       } finally {
         if (this.#store != null) {
@@ -482,11 +496,9 @@ export class Database extends Queries {
 /**
  * A read-only connection to a database (from db.openReader()), for queries
  * that must not wait behind the writer: calls queue among themselves only.
- * It sees the last committed state. The writer and the reader share SQLite's
- * file locks, so a read while the writer's open transaction has written
- * pages into the file (a cache spill: run long transactions with
- * PRAGMA cache_spill = OFF before BEGIN to avoid it) rejects with SQLITE_BUSY (code 5)
- * instead of reading a half-written file; retry after the writer commits.
+ * Each read transaction sees the state committed when it began, even while
+ * the writer's open transaction writes the file (the module's VFS keeps the
+ * pages it overwrites for the reader); neither waits for the other.
  */
 export class Reader extends Queries {
   #raw;

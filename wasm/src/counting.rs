@@ -126,8 +126,13 @@ impl FileLocks {
             // SQLite always takes SHARED first.
             return (held, ffi::SQLITE_MISUSE);
         }
-        // Only a write lock is refused: to another handle's, or to a stale snapshot.
-        if want > SHARED && ((held == SHARED && self.writer != NONE) || stale) {
+        // A write lock is refused beside another handle's, or to a stale
+        // snapshot; a snapshot beside a write that keeps no images.
+        let refused = match want {
+            SHARED => self.snapshots.blind(),
+            _ => (held == SHARED && self.writer != NONE) || stale,
+        };
+        if refused {
             return (held, ffi::SQLITE_BUSY);
         }
         self.set(held, want);
@@ -303,7 +308,9 @@ unsafe extern "C" fn x_open(
             // or the base VFS's, NUL-terminated.
             let base_name = CStr::from_ptr((*base).zName).to_string_lossy();
             let key = format!("{base_name}:{}", CStr::from_ptr(name).to_string_lossy());
-            (*ours).locks = Some(file_locks(key));
+            let locks = file_locks(key);
+            locks.borrow_mut().snapshots.open_handle();
+            (*ours).locks = Some(locks);
         }
         if !(*real).pMethods.is_null() {
             // Set even on failure: SQLite then calls our xClose, which
@@ -380,6 +387,7 @@ unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
         // SQLite unlocks before it closes; release anything left anyway.
         if let Some(locks) = (*ours).locks.take() {
             release(&mut locks.borrow_mut(), ours, NONE);
+            locks.borrow_mut().snapshots.close_handle();
             drop(locks);
             LOCKS.with(|table| table.borrow_mut().retain(|_, locks| locks.strong_count() > 0));
         }
@@ -565,6 +573,24 @@ unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *m
 }
 unsafe extern "C" fn x_file_control(file: *mut ffi::sqlite3_file, op: c_int, arg: *mut c_void) -> c_int {
     unsafe {
+        if let Some(locks) = (*file.cast::<CountingFile>()).locks.clone() {
+            match op {
+                // The OPFS storage grows the file on a size hint: the
+                // snapshot must know the size it had.
+                ffi::SQLITE_FCNTL_SIZE_HINT => {
+                    if let Err(rc) = locks.borrow_mut().snapshots.before_resize(|| real_size(file)) {
+                        return rc;
+                    }
+                }
+                ffi::SQLITE_FCNTL_PRAGMA if is_exclusive_locking(arg) => {
+                    // arg is SQLite's char*[3]: [0] receives the error message.
+                    let message = c"oplite-wasm: PRAGMA locking_mode = EXCLUSIVE is not supported: the module's readers need the writer to unlock after each transaction";
+                    *arg.cast::<*mut c_char>() = ffi::sqlite3_mprintf(c"%s".as_ptr(), message.as_ptr());
+                    return ffi::SQLITE_ERROR;
+                }
+                _ => {}
+            }
+        }
         let real = real(file);
         match (*(*real).pMethods).xFileControl {
             Some(f) => f(real, op, arg),
@@ -572,6 +598,20 @@ unsafe extern "C" fn x_file_control(file: *mut ffi::sqlite3_file, op: c_int, arg
         }
     }
 }
+/// Whether the SQLITE_FCNTL_PRAGMA argument (`char*[3]`: error, name,
+/// value) is `locking_mode = exclusive`, which would hold EXCLUSIVE across
+/// transactions: readers would never see a new version.
+unsafe fn is_exclusive_locking(arg: *mut c_void) -> bool {
+    unsafe {
+        let args = arg.cast::<*const c_char>();
+        let (name, value) = (*args.add(1), *args.add(2));
+        !name.is_null()
+            && !value.is_null()
+            && CStr::from_ptr(name).to_bytes().eq_ignore_ascii_case(b"locking_mode")
+            && CStr::from_ptr(value).to_bytes().eq_ignore_ascii_case(b"exclusive")
+    }
+}
+
 unsafe extern "C" fn x_sector_size(file: *mut ffi::sqlite3_file) -> c_int {
     unsafe {
         let real = real(file);

@@ -163,10 +163,10 @@ impl Database {
     /// open. It is opened read-write (so SQLite takes the same file locks)
     /// with `PRAGMA query_only = 1`; it runs no `powersync_init` and
     /// installs no update hooks. The two connections coordinate through the
-    /// locks of [`crate::counting`]: a read fails with SQLITE_BUSY while the
-    /// writer holds PENDING or EXCLUSIVE, which it does once its transaction
-    /// spilled pages into the file (run it with `PRAGMA cache_spill = OFF`
-    /// to keep the file unchanged until COMMIT) and during COMMIT itself.
+    /// locks and read snapshots of [`crate::counting`]: each read
+    /// transaction sees the state committed when it began, also after the
+    /// writer's open transaction wrote pages into the file, and neither
+    /// waits for the other.
     ///
     /// `opfs` and `idb` only. The reader does not own the storage: close
     /// it before its writer ([`Database::close`] refuses while readers are
@@ -306,13 +306,18 @@ impl Database {
 
     /// Inside a write transaction: writes the pages it changed out of
     /// SQLite's page cache into the file, keeping them cached
-    /// (`sqlite3_db_cacheflush`), and syncs the file, so its COMMIT has
-    /// less to write and to sync. Readers keep their snapshot
-    /// ([`crate::snapshot`]).
+    /// (`sqlite3_db_cacheflush`), so its COMMIT has less to write. Readers
+    /// keep their snapshot ([`crate::snapshot`]).
     #[wasm_bindgen(js_name = cacheFlush)]
     pub fn cache_flush(&self) -> Result<(), JsValue> {
-        let conn = self.conn()?;
-        conn.cache_flush().and_then(|()| counting::sync_main_file(conn)).map_err(|e| sqlite_error(&e))
+        self.conn()?.cache_flush().map_err(|e| sqlite_error(&e))
+    }
+
+    /// Syncs the database file (its storage's xSync), so that a later
+    /// COMMIT has less to sync: after `cacheFlush`, in a long transaction.
+    #[wasm_bindgen(js_name = syncFile)]
+    pub fn sync_file(&self) -> Result<(), JsValue> {
+        counting::sync_main_file(self.conn()?).map_err(|e| sqlite_error(&e))
     }
 
     /// Whether no transaction is open.

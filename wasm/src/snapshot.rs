@@ -26,9 +26,20 @@
 //! This is pure bookkeeping: the file is reached through closures, so the
 //! logic is tested natively below. Memory: a set holds the old images of the
 //! pages a transaction changed that existed before it (what its journal
-//! holds), kept until its readers finish; pages it appends cost nothing.
+//! holds), kept until its readers finish; pages it appends cost nothing. A
+//! writer with the file to itself (no other handle open) keeps no images,
+//! and a handle opened meanwhile waits for its transaction to end, as under
+//! SQLite's own locks.
 
 use std::collections::{BTreeMap, HashMap};
+
+/// Bytes per before image. Any write is kept in whole units, whatever its
+/// page size: a unit is kept before any byte of it changes.
+const UNIT: u64 = 4096;
+
+fn units(offset: u64, len: u64) -> std::ops::Range<u64> {
+    offset / UNIT..(offset + len).div_ceil(UNIT)
+}
 
 /// The before images of one write transaction: the file as it was at
 /// `version`, where the transaction changed it.
@@ -36,17 +47,11 @@ struct BeforeImages {
     version: u64,
     /// The file's size at `version`.
     size: u64,
-    /// Bytes per image: the first write's length when it is a page size,
-    /// else 512. Any write is captured in whole units.
-    unit: u64,
+    /// No other handle was open when the transaction began writing, so no
+    /// image is kept, and no handle may take SHARED until it ends.
+    blind: bool,
     /// Unit index -> its bytes at `version` (shorter only at the end of the file).
     images: HashMap<u64, Box<[u8]>>,
-}
-
-impl BeforeImages {
-    fn units(&self, offset: u64, len: u64) -> std::ops::Range<u64> {
-        offset / self.unit..(offset + len).div_ceil(self.unit)
-    }
 }
 
 /// The versions of one main database file and the before images its
@@ -60,9 +65,28 @@ pub struct Snapshots {
     sets: Vec<BeforeImages>,
     /// Version -> how many read snapshots hold it.
     readers: BTreeMap<u64, u32>,
+    /// Handles open on the file (readers or not).
+    handles: u32,
 }
 
 impl Snapshots {
+    /// A handle on the file was opened.
+    pub fn open_handle(&mut self) {
+        self.handles += 1;
+    }
+
+    /// A handle on the file was closed.
+    pub fn close_handle(&mut self) {
+        self.handles = self.handles.saturating_sub(1);
+    }
+
+    /// Whether a snapshot cannot begin now: the open write transaction
+    /// keeps no images (it had the file to itself), so a handle must wait
+    /// for it to end, as under SQLite's own locks.
+    pub fn blind(&self) -> bool {
+        self.sets.last().is_some_and(|set| set.blind && set.version == self.current)
+    }
+
     /// A read snapshot begins (a handle took SHARED): returns its version.
     pub fn begin_read(&mut self) -> u64 {
         *self.readers.entry(self.current).or_default() += 1;
@@ -97,20 +121,24 @@ impl Snapshots {
         file_size: impl FnOnce() -> Result<u64, E>,
         mut read: impl FnMut(u64, &mut [u8]) -> Result<(), E>,
     ) -> Result<(), E> {
-        let set = self.open_set(len, file_size)?;
-        for unit in set.units(offset, len) {
-            let start = unit * set.unit;
+        let set = self.open_set(file_size)?;
+        if set.blind {
+            return Ok(());
+        }
+        for unit in units(offset, len) {
+            let start = unit * UNIT;
             if start >= set.size || set.images.contains_key(&unit) {
                 continue;
             }
-            let mut image = vec![0; (set.size - start).min(set.unit) as usize].into_boxed_slice();
+            let mut image = vec![0; (set.size - start).min(UNIT) as usize].into_boxed_slice();
             read(start, &mut image)?;
             set.images.insert(unit, image);
         }
         Ok(())
     }
 
-    /// The writer is about to cut the file to `size`: keeps what lies past it.
+    /// The writer is about to set the file's size to `size` (cut or grow
+    /// it): keeps what lies past `size`, and the size it had.
     pub fn before_truncate<E>(
         &mut self,
         size: u64,
@@ -118,10 +146,18 @@ impl Snapshots {
         read: impl FnMut(u64, &mut [u8]) -> Result<(), E>,
     ) -> Result<(), E> {
         let now = file_size()?;
+        self.open_set(|| Ok(now))?;
         if size >= now {
             return Ok(());
         }
         self.before_write(size, now - size, || Ok(now), read)
+    }
+
+    /// The writer may change the file's size without a write (SQLite's
+    /// size hint, which the OPFS storage turns into a resize): the
+    /// transaction's set records the size first.
+    pub fn before_resize<E>(&mut self, file_size: impl FnOnce() -> Result<u64, E>) -> Result<(), E> {
+        self.open_set(file_size).map(|_| ())
     }
 
     /// The writer's transaction ended (it dropped below RESERVED): if it
@@ -158,9 +194,9 @@ impl Snapshots {
         // The newest set first, so that the oldest image of a byte, the one
         // this snapshot saw, is the last written.
         for set in self.sets.iter().rev().take_while(|set| set.version >= version) {
-            for unit in set.units(offset, len) {
+            for unit in units(offset, len) {
                 let Some(image) = set.images.get(&unit) else { continue };
-                let start = unit * set.unit;
+                let start = unit * UNIT;
                 let from = start.max(offset);
                 let to = (start + image.len() as u64).min(offset + len);
                 if from < to {
@@ -181,11 +217,12 @@ impl Snapshots {
         self.sets.iter().flat_map(|set| set.images.values()).map(|image| image.len() as u64).sum()
     }
 
-    /// The open write transaction's set, begun at the file's size now.
-    fn open_set<E>(&mut self, len: u64, file_size: impl FnOnce() -> Result<u64, E>) -> Result<&mut BeforeImages, E> {
+    /// The open write transaction's set, begun at the file's size now;
+    /// blind if no other handle is open.
+    fn open_set<E>(&mut self, file_size: impl FnOnce() -> Result<u64, E>) -> Result<&mut BeforeImages, E> {
         if self.sets.last().is_none_or(|set| set.version != self.current) {
-            let unit = if len.is_power_of_two() && (512..=65536).contains(&len) { len } else { 512 };
-            self.sets.push(BeforeImages { version: self.current, size: file_size()?, unit, images: HashMap::new() });
+            let blind = self.handles <= 1;
+            self.sets.push(BeforeImages { version: self.current, size: file_size()?, blind, images: HashMap::new() });
         }
         Ok(self.sets.last_mut().expect("pushed above"))
     }
@@ -214,7 +251,11 @@ mod tests {
     impl File {
         fn new(pages: u8) -> Self {
             let bytes = (0..pages).flat_map(|p| vec![p; PAGE]).collect();
-            File { bytes, snapshots: Snapshots::default() }
+            let mut snapshots = Snapshots::default();
+            // The writer's handle and a reader's.
+            snapshots.open_handle();
+            snapshots.open_handle();
+            File { bytes, snapshots }
         }
 
         fn write(&mut self, page: usize, fill: u8) {
@@ -359,8 +400,10 @@ mod tests {
     }
 
     #[test]
-    fn odd_writes_are_kept_in_small_units() {
+    fn odd_writes_are_kept_in_whole_units() {
         let mut snapshots = Snapshots::default();
+        snapshots.open_handle();
+        snapshots.open_handle();
         let mut bytes: Vec<u8> = (0..=255).cycle().take(3000).collect();
         let original = bytes.clone();
         let v = snapshots.begin_read();
@@ -384,5 +427,43 @@ mod tests {
             .unwrap();
         assert!(!short);
         assert_eq!(buf, original);
+    }
+
+    #[test]
+    fn a_resize_before_the_first_write_keeps_the_old_size() {
+        let mut file = File::new(2);
+        let v = file.snapshots.begin_read();
+        // SQLite's size hint grows the file before the pages are written.
+        let len = file.bytes.len() as u64;
+        file.snapshots.before_resize(|| Ok::<_, ()>(len)).unwrap();
+        file.bytes.resize(5 * PAGE, 0);
+        file.write(3, 7);
+        assert_eq!(file.snapshots.held_bytes(), 0, "appended pages keep nothing");
+        assert_eq!(file.size(v), 2 * PAGE as u64);
+        file.snapshots.end_write();
+        assert_eq!(file.size(v), 2 * PAGE as u64);
+        file.snapshots.end_read(v);
+    }
+
+    #[test]
+    fn a_writer_alone_keeps_nothing_and_holds_new_readers_off() {
+        let mut file = File::new(3);
+        file.snapshots.close_handle(); // the writer alone
+        let w = file.snapshots.begin_read();
+        file.write(1, 9);
+        assert_eq!(file.snapshots.held_bytes(), 0);
+        assert!(file.snapshots.blind(), "a handle opened now must wait");
+        file.snapshots.end_write();
+        assert!(!file.snapshots.blind());
+        file.snapshots.end_read(w);
+        // With a second handle open, images are kept again.
+        file.snapshots.open_handle();
+        let r = file.snapshots.begin_read();
+        file.write(1, 10);
+        assert!(!file.snapshots.blind());
+        assert_eq!(file.snapshots.held_bytes(), PAGE as u64);
+        assert_eq!(file.page(r, 1), 9);
+        file.snapshots.end_write();
+        file.snapshots.end_read(r);
     }
 }

@@ -409,6 +409,9 @@ test('idb (module level): a connection whose snapshot is stale reads on but may 
     assert.throws(() => b.execute('INSERT INTO t VALUES (2)', null), (e) => e.code === 5,
       'a write on a stale snapshot is refused with SQLITE_BUSY');
     b.execute('ROLLBACK', null);
+    // A writer that never unlocks would keep every reader on an old version.
+    assert.throws(() => b.execute('PRAGMA locking_mode = EXCLUSIVE', null), /locking_mode = EXCLUSIVE is not supported/);
+    b.execute('PRAGMA locking_mode = NORMAL', null);
     b.execute('INSERT INTO t VALUES (2)', null);
     assert.equal(count(a), 2);
     assert.equal(count(b), 2);
