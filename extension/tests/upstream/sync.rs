@@ -218,3 +218,26 @@ pub fn bucket_with_subscriptions(name: &str, priority: i64, subscriptions: Value
 pub fn priority_buckets() -> Vec<Value> {
     (0..4).map(|i| bucket(&format!("prio{i}"), i)).collect()
 }
+
+/// A value of `ps_kv` (null when absent).
+pub fn kv(s: &Session, key: &str) -> Value {
+    super::select(&s.db, "SELECT value FROM ps_kv WHERE key = ?", &[&key])
+        .first()
+        .map(|r| r["value"].clone())
+        .unwrap_or(Value::Null)
+}
+
+/// The last checkpoint request id the client asked for (`ps_kv`).
+pub fn last_requested(s: &Session) -> Value {
+    kv(s, "last_requested_checkpoint_request_id")
+}
+
+/// `powersync_control('target_checkpoint_request_id', op_id)`.
+pub fn target(s: &mut Session, op_id: impl Into<SqlValue>) -> Value {
+    s.scalar("target_checkpoint_request_id", op_id)
+}
+
+/// A row of the `items` test table.
+pub fn row(id: &str, col: &str) -> Value {
+    json!({"id": id, "col": col})
+}
