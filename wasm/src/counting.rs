@@ -93,8 +93,6 @@ const RESERVED: c_int = ffi::SQLITE_LOCK_RESERVED;
 /// saw.
 #[derive(Default)]
 struct FileLocks {
-    /// Handles holding SHARED or more.
-    shared: u32,
     /// The level of the one handle above SHARED, or NONE.
     writer: c_int,
     snapshots: Snapshots,
@@ -103,11 +101,6 @@ struct FileLocks {
 impl FileLocks {
     /// Moves one handle's lock from `from` to `to`, without checks.
     fn set(&mut self, from: c_int, to: c_int) {
-        if from < SHARED && to >= SHARED {
-            self.shared += 1;
-        } else if from >= SHARED && to < SHARED {
-            self.shared -= 1;
-        }
         if to > SHARED {
             self.writer = to;
         } else if from > SHARED {
