@@ -125,6 +125,9 @@ for target in "${TARGETS[@]}"; do
     log "$target: built in $((SECONDS - start))s"
     bash "$SCRIPT_DIR/check-mobile-lib.sh" "$DIST/$target/liboplite.a" "$target" --raw "$raw" \
         --sizes "$DIST/sizes-$target.txt"
+    # scripts/test.sh sets this: a target's build (std included, ~200 MB)
+    # is not needed once its archive is in dist/.
+    if [[ -n ${OPLITE_MOBILE_DROP_BUILDS:-} ]]; then rm -rf "${TARGET_DIR:?}/$target"; fi
 done
 
 {

@@ -8,10 +8,19 @@
 #   OPLITE_SKIP_NODE=1                   # skip the Node SDK drop-in test
 #   OPLITE_SKIP_MOBILE=1                 # skip the Android/iOS static libraries
 #   OPLITE_SKIP_ARM64=1                  # skip the tests on ARM64 under qemu
+#   OPLITE_KEEP_BUILDS=1                 # keep each phase's build dir (see below)
+#
+# CI machines can be short of disk, so each phase's build dir goes once the
+# phase has passed (the fuzz, standalone, mobile and ARM64 builds, ~4 GB in
+# all); every step line shows the space left.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
-step() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - start)); }
+step() { printf '\n=== %s (%ds, %s free)\n' "$*" $((SECONDS - start)) "$(df -h --output=avail . | tail -n1 | tr -d ' ')"; }
+drop() { if [[ -z ${OPLITE_KEEP_BUILDS:-} ]]; then rm -rf "$@"; fi; }
+# A fresh machine builds everything once: incremental caches only cost disk.
+export CARGO_INCREMENTAL=0
+if [[ -z ${OPLITE_KEEP_BUILDS:-} ]]; then export OPLITE_MOBILE_DROP_BUILDS=1; fi
 
 step "checking tools"
 command -v cargo >/dev/null || { echo "cargo is required (rustup's stable toolchain)"; exit 1; }
@@ -37,6 +46,7 @@ cargo test-ext 2>&1 | tee -a "$log"
 
 step "a clone with nothing beside it (scripts/check-standalone.sh)"
 bash scripts/check-standalone.sh 2>&1 | tee -a "$log"
+drop target/standalone
 
 step "test-data, the loopback service and the CLI end to end"
 # Sync, local write + upload + confirmed write checkpoint, reconnect after a
@@ -56,6 +66,7 @@ fi
 if [[ -z ${OPLITE_SKIP_FUZZ:-} ]]; then
   step "libFuzzer: every fuzz target for ${OPLITE_FUZZ_SECONDS:-20}s (scripts/fuzz.sh)"
   bash scripts/fuzz.sh "${OPLITE_FUZZ_SECONDS:-20}"
+  drop target/fuzz-build
 fi
 if [[ -z ${OPLITE_SKIP_MEMCHECK:-} ]]; then
   step "valgrind memcheck over a subset of the tests (scripts/memcheck.sh)"
@@ -83,6 +94,7 @@ fi
 if [[ -z ${OPLITE_SKIP_ARM64:-} ]]; then
   step "ARM64: the extension's tests and the static library under qemu"
   bash scripts/test-arm64.sh
+  drop target/arm64
 fi
 
 step "done"
