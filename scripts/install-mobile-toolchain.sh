@@ -57,6 +57,7 @@ else
     # test runner calls qemu-aarch64-static directly.
     # shellcheck disable=SC2086
     apt_get install -y --no-install-recommends $packages || { apt_get update && apt_get install -y --no-install-recommends $packages; }
+    apt_get clean  # the downloaded .debs: disk is short on CI machines
     problems="$(missing)"
     if [[ -n "$problems" ]]; then
         log "error: still missing after apt-get install: $problems" >&2

@@ -78,6 +78,7 @@ log "running: apt-get install -y ${PACKAGES[*]}"
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
     "${PACKAGES[@]}"
+"${SUDO[@]}" apt-get clean  # the downloaded .debs: disk is short on CI machines
 
 problems="$(missing)"
 if [[ -n "$problems" ]]; then

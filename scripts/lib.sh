@@ -27,6 +27,7 @@ ensure_chromium() {
   if [[ ! -x "$chromium" ]]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update >&2
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >&2
+    as_root apt-get clean >&2
   fi
   "$chromium" --version 2>/dev/null | head -n1 >&2
   echo "$chromium"
