@@ -422,18 +422,18 @@ unsafe fn real_size(file: *mut ffi::sqlite3_file) -> Result<u64, c_int> {
 
 unsafe extern "C" fn x_read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amount: c_int, offset: i64) -> c_int {
     unsafe {
-        let Some((locks, version)) = snapshot_reader(file).filter(|(l, v)| l.borrow().snapshots.size(*v).is_some())
-        else {
-            return forward!(file, xRead, buf, amount, offset);
-        };
-        // SQLite passes a buffer of `amount` bytes.
-        let buf = std::slice::from_raw_parts_mut(buf.cast::<u8>(), amount.max(0) as usize);
-        let read = locks.borrow().snapshots.read(version, offset.max(0) as u64, buf, |at, out| read_real(file, at, out));
-        match read {
-            Ok(false) => ffi::SQLITE_OK,
-            Ok(true) => ffi::SQLITE_IOERR_SHORT_READ,
-            Err(rc) => rc,
+        if let Some((locks, version)) = snapshot_reader(file) {
+            // SQLite passes a buffer of `amount` bytes.
+            let out = std::slice::from_raw_parts_mut(buf.cast::<u8>(), amount.max(0) as usize);
+            let read = locks.borrow().snapshots.read(version, offset.max(0) as u64, out, |at, out| read_real(file, at, out));
+            match read {
+                None => {}
+                Some(Ok(false)) => return ffi::SQLITE_OK,
+                Some(Ok(true)) => return ffi::SQLITE_IOERR_SHORT_READ,
+                Some(Err(rc)) => return rc,
+            }
         }
+        forward!(file, xRead, buf, amount, offset)
     }
 }
 unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, buf: *const c_void, amount: c_int, offset: i64) -> c_int {

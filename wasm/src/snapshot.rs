@@ -176,24 +176,28 @@ impl Snapshots {
     }
 
     /// Reads `buf.len()` bytes at `offset` as the snapshot `version` sees
-    /// them. `read` reads the file as it is now, zero-filling past its end.
-    /// Returns whether the read went past the snapshot's end of file (the
-    /// bytes there are zeros), SQLite's short read.
+    /// them, or returns `None` if that is the file as it is now: the caller
+    /// reads it itself, keeping the base VFS's own result. `read` reads the
+    /// file as it is now, zero-filling past its end. `Some(Ok(short))` says
+    /// whether the read went past the snapshot's end of file (the bytes
+    /// there are zeros), SQLite's short read.
     pub fn read<E>(
         &self,
         version: u64,
         offset: u64,
         buf: &mut [u8],
         read: impl FnOnce(u64, &mut [u8]) -> Result<(), E>,
-    ) -> Result<bool, E> {
-        read(offset, buf)?;
-        let Some(size) = self.size(version) else {
-            return Ok(false);
-        };
+    ) -> Option<Result<bool, E>> {
+        // Sets are oldest first: those the snapshot needs are a suffix.
+        let first = self.sets.iter().position(|set| set.version >= version)?;
+        let sets = &self.sets[first..];
+        if let Err(e) = read(offset, buf) {
+            return Some(Err(e));
+        }
         let len = buf.len() as u64;
         // The newest set first, so that the oldest image of a byte, the one
         // this snapshot saw, is the last written.
-        for set in self.sets.iter().rev().take_while(|set| set.version >= version) {
+        for set in sets.iter().rev() {
             for unit in units(offset, len) {
                 let Some(image) = set.images.get(&unit) else { continue };
                 let start = unit * UNIT;
@@ -205,11 +209,12 @@ impl Snapshots {
                 }
             }
         }
+        let size = sets[0].size;
         if offset + len > size {
             buf[size.saturating_sub(offset) as usize..].fill(0);
-            return Ok(true);
+            return Some(Ok(true));
         }
-        Ok(false)
+        Some(Ok(false))
     }
 
     /// Bytes of before images held (for stats).
@@ -295,15 +300,19 @@ mod tests {
         /// (bytes, short) of `len` bytes at `offset` for the snapshot `version`.
         fn read(&self, version: u64, offset: usize, len: usize) -> (Vec<u8>, bool) {
             let mut buf = vec![0xEE; len];
-            let short = self
-                .snapshots
-                .read(version, offset as u64, &mut buf, |at, buf| {
-                    for (i, b) in buf.iter_mut().enumerate() {
-                        *b = self.bytes.get(at as usize + i).copied().unwrap_or(0);
-                    }
-                    Ok::<_, ()>(())
-                })
-                .unwrap();
+            let read_file = |at: u64, buf: &mut [u8]| {
+                for (i, b) in buf.iter_mut().enumerate() {
+                    *b = self.bytes.get(at as usize + i).copied().unwrap_or(0);
+                }
+                Ok::<_, ()>(())
+            };
+            let short = match self.snapshots.read(version, offset as u64, &mut buf, read_file) {
+                Some(result) => result.unwrap(),
+                None => {
+                    read_file(offset as u64, &mut buf).unwrap();
+                    offset + len > self.bytes.len()
+                }
+            };
             (buf, short)
         }
 
@@ -424,6 +433,7 @@ mod tests {
                 out.copy_from_slice(&bytes[o as usize..o as usize + out.len()]);
                 Ok::<_, ()>(())
             })
+            .expect("the snapshot has images")
             .unwrap();
         assert!(!short);
         assert_eq!(buf, original);

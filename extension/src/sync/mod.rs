@@ -28,6 +28,7 @@ pub mod storage;
 pub mod streams;
 
 use std::cell::RefCell;
+use std::ffi::c_int;
 use std::rc::Rc;
 
 use rusqlite::types::{Value, ValueRef};
@@ -59,114 +60,83 @@ fn payload_arg<'a>(args: &[ValueRef<'a>], function: &'static str) -> Result<Payl
     })
 }
 
+/// Registers a function whose body works on the connection's sync client.
+/// The client is borrowed for the whole call, so a call made while another
+/// holds it (from the app's triggers during an apply) is refused as misuse.
+fn register_with_client(
+    db: &Connection,
+    client: &Rc<RefCell<SyncClient>>,
+    name: &'static str,
+    n_args: c_int,
+    purity: Purity,
+    body: impl Fn(&Connection, &[ValueRef<'_>], &mut SyncClient) -> Result<Value> + 'static,
+) -> Result<()> {
+    let client = client.clone();
+    let body = move |db: &Connection, args: &[ValueRef<'_>]| {
+        let mut client = client.try_borrow_mut().map_err(|_| busy(name))?;
+        body(db, args, &mut client)
+    };
+    register_scalar(db, name, n_args, purity, Box::new(body))
+}
+
 /// Registers `powersync_control` (with `oplite_apply_prepare` and
-/// `oplite_apply_step`, its apply in steps: see `client/stepped.rs`) and
-/// `powersync_offline_sync_status`.
+/// `oplite_apply_step`, its apply in steps: see `client/stepped.rs`, and
+/// the strategy and report functions) and `powersync_offline_sync_status`.
 pub fn register(db: &Connection) -> Result<()> {
     let client = Rc::new(RefCell::new(SyncClient::default()));
-    let control_client = client.clone();
-    register_scalar(
-        db,
-        "powersync_control",
-        2,
-        Purity::DirectOnly,
-        Box::new(move |db, args| {
-            require_transaction(db, "powersync_control")?;
-            let op = text_arg(args, 0, "powersync_control")?.ok_or_else(|| OpliteError::InvalidArgument {
-                function: "powersync_control",
-                message: "argument 1 (the operation) must not be NULL".into(),
-                type_mismatch: false,
-            })?;
-            let payload = payload_arg(args, "powersync_control")?;
-            let mut client = control_client.try_borrow_mut().map_err(|_| OpliteError::Misuse {
-                function: "powersync_control",
-                reason: "called again while a call is running".into(),
-            })?;
-            let result = client.control(db, op, payload);
-            // powersync_clear(2) and powersync_trigger_resync refuse to run
-            // while an iteration is active.
-            crate::schema::set_sync_iteration_active(db, client.has_iteration());
-            Ok(match result? {
-                ControlResult::Instructions(instructions) => Value::Text(instruction::to_json(&instructions)),
-                ControlResult::Value(Some(v)) => Value::Integer(v),
-                ControlResult::Value(None) => Value::Null,
-            })
-        }),
-    )?;
-    let prepare_client = client.clone();
-    register_scalar(
-        db,
-        "oplite_apply_prepare",
-        2,
-        Purity::DirectOnly,
-        Box::new(move |db, args| {
-            require_transaction(db, "oplite_apply_prepare")?;
-            let op = text_arg(args, 0, "oplite_apply_prepare")?.unwrap_or_default();
-            let payload = payload_arg(args, "oplite_apply_prepare")?;
-            let mut client = prepare_client.try_borrow_mut().map_err(|_| busy("oplite_apply_prepare"))?;
-            Ok(Value::Integer(client.prepare_apply(db, op, payload)?.into()))
-        }),
-    )?;
-    let step_client = client.clone();
-    register_scalar(
-        db,
-        "oplite_apply_step",
-        1,
-        Purity::DirectOnly,
-        Box::new(move |db, args| {
-            require_transaction(db, "oplite_apply_step")?;
-            let budget = match args.first() {
-                Some(ValueRef::Integer(n)) if *n > 0 => *n as u64,
-                _ => {
-                    return Err(OpliteError::InvalidArgument {
-                        function: "oplite_apply_step",
-                        message: "argument 1 (rows per step) must be a positive integer".into(),
-                        type_mismatch: true,
-                    })
-                }
-            };
-            let mut client = step_client.try_borrow_mut().map_err(|_| busy("oplite_apply_step"))?;
-            Ok(Value::Integer(client.apply_step(db, budget)? as i64))
-        }),
-    )?;
-    let setting_client = client.clone();
-    register_scalar(
-        db,
-        "oplite_sync_local_strategy",
-        1,
-        Purity::DirectOnly,
-        Box::new(move |_, args| {
-            let name = text_arg(args, 0, "oplite_sync_local_strategy")?.unwrap_or("auto");
-            let setting = match name {
-                "auto" => Setting::Auto,
-                other => Setting::Force(Strategy::from_name(other).ok_or_else(|| OpliteError::InvalidArgument {
-                    function: "oplite_sync_local_strategy",
-                    message: format!("unknown strategy {other:?} (expected auto, incremental or from_scratch)"),
-                    type_mismatch: false,
-                })?),
-            };
-            let mut client = setting_client.try_borrow_mut().map_err(|_| OpliteError::Misuse {
+    register_with_client(db, &client, "powersync_control", 2, Purity::DirectOnly, |db, args, client| {
+        require_transaction(db, "powersync_control")?;
+        let op = text_arg(args, 0, "powersync_control")?.ok_or_else(|| OpliteError::InvalidArgument {
+            function: "powersync_control",
+            message: "argument 1 (the operation) must not be NULL".into(),
+            type_mismatch: false,
+        })?;
+        let payload = payload_arg(args, "powersync_control")?;
+        let result = client.control(db, op, payload);
+        // powersync_clear(2) and powersync_trigger_resync refuse to run
+        // while an iteration is active.
+        crate::schema::set_sync_iteration_active(db, client.has_iteration());
+        Ok(match result? {
+            ControlResult::Instructions(instructions) => Value::Text(instruction::to_json(&instructions)),
+            ControlResult::Value(Some(v)) => Value::Integer(v),
+            ControlResult::Value(None) => Value::Null,
+        })
+    })?;
+    register_with_client(db, &client, "oplite_apply_prepare", 2, Purity::DirectOnly, |db, args, client| {
+        require_transaction(db, "oplite_apply_prepare")?;
+        let op = text_arg(args, 0, "oplite_apply_prepare")?.unwrap_or_default();
+        let payload = payload_arg(args, "oplite_apply_prepare")?;
+        Ok(Value::Integer(client.prepare_apply(db, op, payload)?.into()))
+    })?;
+    register_with_client(db, &client, "oplite_apply_step", 1, Purity::DirectOnly, |db, args, client| {
+        require_transaction(db, "oplite_apply_step")?;
+        let budget = match args.first() {
+            Some(ValueRef::Integer(n)) if *n > 0 => *n as u64,
+            _ => {
+                return Err(OpliteError::InvalidArgument {
+                    function: "oplite_apply_step",
+                    message: "argument 1 (rows per step) must be a positive integer".into(),
+                    type_mismatch: true,
+                })
+            }
+        };
+        Ok(Value::Integer(client.apply_step(db, budget)? as i64))
+    })?;
+    register_with_client(db, &client, "oplite_sync_local_strategy", 1, Purity::DirectOnly, |_, args, client| {
+        let name = text_arg(args, 0, "oplite_sync_local_strategy")?.unwrap_or("auto");
+        client.strategy = match name {
+            "auto" => Setting::Auto,
+            other => Setting::Force(Strategy::from_name(other).ok_or_else(|| OpliteError::InvalidArgument {
                 function: "oplite_sync_local_strategy",
-                reason: "called while powersync_control runs".into(),
-            })?;
-            client.strategy = setting;
-            Ok(Value::Text(name.to_owned()))
-        }),
-    )?;
-    let report_client = client.clone();
-    register_scalar(
-        db,
-        "oplite_last_apply",
-        0,
-        Purity::Volatile,
-        Box::new(move |_, _| {
-            let client = report_client.try_borrow().map_err(|_| OpliteError::Misuse {
-                function: "oplite_last_apply",
-                reason: "called while powersync_control runs".into(),
-            })?;
-            Ok(client.last_apply.as_ref().map_or(Value::Null, |r| Value::Text(r.to_json())))
-        }),
-    )?;
+                message: format!("unknown strategy {other:?} (expected auto, incremental or from_scratch)"),
+                type_mismatch: false,
+            })?),
+        };
+        Ok(Value::Text(name.to_owned()))
+    })?;
+    register_with_client(db, &client, "oplite_last_apply", 0, Purity::Volatile, |_, _, client| {
+        Ok(client.last_apply.as_ref().map_or(Value::Null, |r| Value::Text(r.to_json())))
+    })?;
     register_scalar(
         db,
         "powersync_offline_sync_status",
