@@ -18,6 +18,9 @@ export const CHROMIUM = process.env.OPLITE_CHROMIUM || '/usr/bin/chromium';
 const FLAGS = [
   '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  // More, space-separated, for diagnosis: e.g. OPLITE_CHROMIUM_EXTRA=--js-flags=--trace-gc
+  // with DEBUG=pw:browser prints V8's collections.
+  ...(process.env.OPLITE_CHROMIUM_EXTRA ? process.env.OPLITE_CHROMIUM_EXTRA.split(' ') : []),
 ];
 
 /**

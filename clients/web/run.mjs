@@ -65,7 +65,8 @@ try {
         else {
           const p = r.afterFirstSync;
           console.log(`${key} on ${vfs} (${mode}): initial sync ${r.timings.initialSyncMs} ms, whole run ${r.timings.totalMs} ms; ` +
-            `${p.queries} queries during it, the longest waited ${p.longestWaitMs} ms` + (p.applySteps != null ? `; ${p.applySteps} apply steps, the longest ${p.longestStepMs} ms (${JSON.stringify(p.longestStep)})` : ''));
+            `${p.queries} queries during it, the longest waited ${p.longestWaitMs} ms` + (p.applySteps != null ? `; ${p.applySteps} apply steps, the longest ${p.longestStepMs} ms (${JSON.stringify(p.longestStep)})` : '') +
+            (p.slowSteps?.length ? `; steps over 60 ms: ${JSON.stringify(p.slowSteps)}` : ''));
         }
       }
       const label = `${mode} mode, ${vfs}`;

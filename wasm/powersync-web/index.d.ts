@@ -30,11 +30,23 @@ export interface AdapterStats extends Stats {
   applySteps: number;
   /** The longest step, in ms. */
   longestStepMs: number;
+  /** The longest step, and (the first 20) steps over 60 ms: its rows asked for, stage (1 the walk, 2 ordered writes through triggers), the wasm memory it grew and the temporary-file bytes it wrote, and its number. */
+  longestStep: ApplyStep;
+  slowSteps: ApplyStep[];
   /** The longest COMMIT of a write lock, in ms. */
   longestCommitMs: number;
   /** The longest statement of a read lock, in ms, and its SQL (first 200 characters). */
   longestReadMs: number;
   longestReadSql: string | null;
+}
+
+export interface ApplyStep {
+  ms: number;
+  rows: number;
+  stage: number;
+  grewMemory: number;
+  tempBytes: number;
+  at: number;
 }
 
 /** oplite-wasm in a dedicated Worker: write locks on one connection, read locks on a read-only second one ('memory': one queue). */

@@ -27,6 +27,9 @@ const COMMIT = /^\s*(COMMIT|END)(\s+TRANSACTION)?\s*;?\s*$/i;
 // a stage of it, writes this many rows.
 const STEP_MS = 20;
 const FIRST_STEP_ROWS = 500;
+// A step this slow is kept in stats().slowSteps, for diagnosis.
+const SLOW_STEP_MS = 60;
+const MAX_SLOW_STEPS = 20;
 // During an apply in steps, after about this much of its work the writer
 // writes the pages it changed into the file and syncs it (cacheFlush,
 // syncFile), so that COMMIT writes and syncs only what changed since.
@@ -60,8 +63,11 @@ export function createHost(post) {
   let stepRows = FIRST_STEP_ROWS;
   // For stats(): steps run, the longest, the longest COMMIT and read.
   let applySteps = 0;
-  // The longest step (ms, rows asked for, its stage), cacheFlush and syncFile.
-  let longestStep = { ms: 0, rows: 0, stage: 0 };
+  // The longest step (ms, rows asked for, its stage, and what it grew: wasm
+  // memory, temporary-file and database bytes written), cacheFlush and syncFile.
+  let longestStep = { ms: 0, rows: 0, stage: 0, grewMemory: 0, tempBytes: 0, dbBytes: 0 };
+  // Steps that took over SLOW_STEP_MS, the first MAX_SLOW_STEPS of them.
+  const slowSteps = [];
   let longestFlushMs = 0;
   let longestSyncMs = 0;
   let longestCommitMs = 0;
@@ -84,18 +90,27 @@ export function createHost(post) {
     let sinceFlushMs = 0;
     let lastStage = 1;
     for (;;) {
-      const started = performance.now();
       // 0 once done, else the stage the next step continues: rows cost
       // differently in each, so a new stage starts from few rows again.
       const rows = stepRows;
+      const before = await db.stats();
+      const started = performance.now();
       const stage = (await db.executeRaw('SELECT oplite_apply_step(?)', [rows])).rawRows[0][0];
       const took = Math.max(performance.now() - started, 0.1);
+      const after = await db.stats();
       stepRows = Math.round(Math.min(Math.max(rows * Math.min(STEP_MS / took, 4), 100), 200000));
       if (stage !== lastStage) stepRows = FIRST_STEP_ROWS;
       const stepStage = lastStage;
       lastStage = stage;
       applySteps++;
-      if (took > longestStep.ms) longestStep = { ms: Math.round(took), rows, stage: stepStage };
+      if (took > longestStep.ms || took > SLOW_STEP_MS) {
+        const step = { ms: Math.round(took), rows, stage: stepStage,
+                       grewMemory: after.wasmMemoryBytes - before.wasmMemoryBytes,
+                       tempBytes: after.tempBytesWritten - before.tempBytesWritten,
+                       dbBytes: after.dbBytesWritten - before.dbBytesWritten, at: applySteps };
+        if (took > longestStep.ms) longestStep = step;
+        if (took > SLOW_STEP_MS && slowSteps.length < MAX_SLOW_STEPS) slowSteps.push(step);
+      }
       sinceFlushMs += took;
       if (sinceFlushMs >= FLUSH_EVERY_MS) {
         sinceFlushMs = 0;
@@ -165,7 +180,7 @@ export function createHost(post) {
     },
     async stats(options) {
       const stats = await opened().stats(options);
-      return { ...stats, applySteps, longestStepMs: longestStep.ms, longestStep,
+      return { ...stats, applySteps, longestStepMs: longestStep.ms, longestStep, slowSteps,
                longestFlushMs: Math.round(longestFlushMs), longestSyncMs: Math.round(longestSyncMs), longestCommitMs: Math.round(longestCommitMs),
                longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql, lastApply };
     },

@@ -132,14 +132,17 @@ impl Apply {
     }
 
     /// Writes about `budget` rows (ops walked, for from scratch) or what is
-    /// left, whichever is less; returns true once the apply is done.
+    /// left of its stage, whichever is less; returns true once the apply is
+    /// done. A step ends where its stage does: the budget a host sized for
+    /// one stage's rows would take far longer spent on the next's.
     pub fn step(&mut self, db: &Connection, budget: u64) -> Result<bool> {
         let sink = RowSink::new(db, self.raw_tables.as_deref())?;
         let chunk = self.ordered.is_none().then_some(ORDERED_CHUNK_BYTES);
         let in_order = self.ordered.take().or_else(|| chunk.map(|_| BTreeMap::new()));
         let mut write = RowWriter { sink, rows_put: 0, rows_deleted: 0, in_order, chunk, held: 0 };
         let mut left = budget;
-        while left > 0 && !self.is_done() {
+        let stage = self.stage();
+        while left > 0 && !self.is_done() && self.stage() == stage {
             let used = self.advance(db, &mut write, left)?;
             left = left.saturating_sub(used.max(1));
         }
