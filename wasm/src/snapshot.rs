@@ -52,6 +52,9 @@ struct BeforeImages {
     blind: bool,
     /// Unit index -> its bytes at `version` (shorter only at the end of the file).
     images: HashMap<u64, Box<[u8]>>,
+    /// The bytes of `images`, kept as they are added: stats read it after
+    /// every apply step.
+    held: u64,
 }
 
 /// The versions of one main database file and the before images its
@@ -132,6 +135,7 @@ impl Snapshots {
             }
             let mut image = vec![0; (set.size - start).min(UNIT) as usize].into_boxed_slice();
             read(start, &mut image)?;
+            set.held += image.len() as u64;
             set.images.insert(unit, image);
         }
         Ok(())
@@ -219,7 +223,7 @@ impl Snapshots {
 
     /// Bytes of before images held (for stats).
     pub fn held_bytes(&self) -> u64 {
-        self.sets.iter().flat_map(|set| set.images.values()).map(|image| image.len() as u64).sum()
+        self.sets.iter().map(|set| set.held).sum()
     }
 
     /// The open write transaction's set, begun at the file's size now;
@@ -227,7 +231,7 @@ impl Snapshots {
     fn open_set<E>(&mut self, file_size: impl FnOnce() -> Result<u64, E>) -> Result<&mut BeforeImages, E> {
         if self.sets.last().is_none_or(|set| set.version != self.current) {
             let blind = self.handles <= 1;
-            self.sets.push(BeforeImages { version: self.current, size: file_size()?, blind, images: HashMap::new() });
+            self.sets.push(BeforeImages { version: self.current, size: file_size()?, blind, images: HashMap::new(), held: 0 });
         }
         Ok(self.sets.last_mut().expect("pushed above"))
     }
