@@ -63,9 +63,12 @@ for target in "${targets[@]}"; do
 done
 wait || true
 # A target passed only if it wrote its summary line.
+bad=0
 for target in "${targets[@]}"; do
-  [[ -f $results/$target ]] || { echo "fuzz target $target did not finish cleanly"; exit 1; }
+  [[ -f $results/$target ]] || { echo "fuzz target $target did not finish cleanly"; bad=$((bad + 1)); }
 done
+echo "fuzz: $((${#targets[@]} - bad)) passed, $bad failed"
+((bad == 0)) || exit 1
 summary=()
 for target in "${targets[@]}"; do
   summary+=("$(cat "$results/$target")")

@@ -113,3 +113,4 @@ aarch64-linux-gnu-gcc -O1 -Wall -Werror -I "$amalgamation" -I "$REPO_ROOT/includ
     -lgcc_s -lpthread -lm -ldl -o "$out/static-link-test"
 qemu-aarch64-static -L /usr/aarch64-linux-gnu "$out/static-link-test"
 echo "[test-arm64] static library linked from C and ran in $((SECONDS - start))s"
+echo "arm64-static: 1 passed, 0 failed"

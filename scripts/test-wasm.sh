@@ -38,7 +38,13 @@ step "type-checking oplite.d.ts (tsc --strict)"
 step "recording seeded sessions on the native build"
 sessions=$(mktemp -d)
 trap 'rm -rf "$sessions"' EXIT
-cargo run -q -p oplite-wasm-native --bin record-sessions -- "$sessions" "${OPLITE_WASM_SEEDS:-40}"
+# OPLITE_RECORD_SESSIONS names a built recorder (scripts/test.sh builds it
+# first, so that this lane never waits for another's cargo lock).
+if [[ -n ${OPLITE_RECORD_SESSIONS:-} ]]; then
+  "$OPLITE_RECORD_SESSIONS" "$sessions" "${OPLITE_WASM_SEEDS:-40}"
+else
+  cargo run -q -p oplite-wasm-native --bin record-sessions -- "$sessions" "${OPLITE_WASM_SEEDS:-40}"
+fi
 
 step "Node tests (memory storage; golden traces, recorded sessions, streams, API)"
 OPLITE_SESSIONS=$sessions node --test wasm/test/node.test.mjs

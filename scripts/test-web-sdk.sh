@@ -31,12 +31,16 @@ else
 fi
 
 step "the loopback service"
-cargo build --release -p oplite-test-server
+# OPLITE_TEST_SERVER names a built service (scripts/test.sh builds it first).
+if [[ -z ${OPLITE_TEST_SERVER:-} ]]; then
+  cargo build --release -p oplite-test-server
+  OPLITE_TEST_SERVER=$PWD/target/release/oplite-test-server
+fi
 
 step "checking Chromium (Debian's chromium package)"
 chromium=$(ensure_chromium)
 
 step "the SDK's own database, then oplite's, on OPFS and on IndexedDB; comparing"
-OPLITE_CHROMIUM=$chromium OPLITE_TEST_SERVER=$PWD/target/release/oplite-test-server node clients/web/run.mjs
+OPLITE_CHROMIUM=$chromium OPLITE_TEST_SERVER=$OPLITE_TEST_SERVER node clients/web/run.mjs
 
 step "done"

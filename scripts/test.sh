@@ -10,94 +10,74 @@
 #   OPLITE_SKIP_ARM64=1                  # skip the tests on ARM64 under qemu
 #   OPLITE_KEEP_BUILDS=1                 # keep each phase's build dir (see below)
 #
+# The phases run in three lanes at once (scripts/phases.sh): the native
+# builds and tests, the web package and web SDK, and the mobile and ARM64
+# cross builds. Much of each lane is one busy core (a fat-LTO link, a
+# browser, qemu), so together they keep both cores of a CI machine busy.
+# Each phase's log is printed whole when it ends; the run closes with a
+# table of phases (time, CPU, budget, checks) and one line counting the
+# checks of every phase. Budgets and the measured times: docs/development.md.
+#
 # CI machines can be short of disk, so each phase's build dir goes once the
 # phase has passed (the fuzz, standalone, mobile and ARM64 builds, ~4 GB in
-# all); every step line shows the space left.
+# all); every phase line shows the space left.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-start=$SECONDS
-step() { printf '\n=== %s (%ds, %s free)\n' "$*" $((SECONDS - start)) "$(df -h --output=avail . | tail -n1 | tr -d ' ')"; }
-drop() { if [[ -z ${OPLITE_KEEP_BUILDS:-} ]]; then rm -rf "$@"; fi; }
-# A fresh machine builds everything once: incremental caches only cost disk.
-export CARGO_INCREMENTAL=0
-if [[ -z ${OPLITE_KEEP_BUILDS:-} ]]; then export OPLITE_MOBILE_DROP_BUILDS=1; fi
+source scripts/phases.sh
+phase_init "$PWD/target/test-logs"
 
-step "checking tools"
 command -v cargo >/dev/null || { echo "cargo is required (rustup's stable toolchain)"; exit 1; }
 command -v npm >/dev/null || { echo "npm is required to fetch the reference core"; exit 1; }
 cargo --version
 
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# A fresh machine builds everything once: incremental caches only cost disk.
+export CARGO_INCREMENTAL=0
+if [[ -z ${OPLITE_KEEP_BUILDS:-} ]]; then export OPLITE_MOBILE_DROP_BUILDS=1; fi
+drop() { if [[ -z ${OPLITE_KEEP_BUILDS:-} ]]; then rm -rf "$@"; fi; }
+export -f drop
 
-step "fetching the reference core"
 REFERENCE_CORE=$(bash scripts/reference-core.sh)
 export REFERENCE_CORE
-echo "$REFERENCE_CORE"
-
-step "building the loadable extension (cargo build --release)"
-cargo build --release -p oplite
+echo "reference core: $REFERENCE_CORE"
 export OPLITE_SO=$PWD/target/release/liboplite.so
-nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_powersync_init$'
-nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_oplite_init$'
+export OPLITE_TEST_SERVER=$PWD/target/release/oplite-test-server
+export OPLITE_RECORD_SESSIONS=$PWD/target/debug/record-sessions
+# Lanes that need no root skip the packages phase when nothing is missing.
+[[ -n ${OPLITE_SKIP_MEMCHECK:-} ]] || export OPLITE_NEED_VALGRIND=1
 
-step "unit and integration tests"
-cargo test-ext 2>&1 | tee -a "$log"
+# Phase specs: "name budget-seconds skip-variable command" ("-": never skipped).
+native=(
+  "build 240 - cargo build --release -p oplite -p oplite-test-server && cargo build -p oplite-wasm-native --bin record-sessions
+     && nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_powersync_init\$'
+     && nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_oplite_init\$'"
+  "rust-tests 420 - cargo test-ext"
+  "cli 300 - cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli && cargo test -p oplite-wasm"
+  "node-sdk 300 OPLITE_SKIP_NODE bash scripts/test-node.sh"
+  "fuzz 420 OPLITE_SKIP_FUZZ bash scripts/fuzz.sh \${OPLITE_FUZZ_SECONDS:-20} && drop target/fuzz-build"
+  "memcheck 180 OPLITE_SKIP_MEMCHECK phase_wait packages && bash scripts/memcheck.sh"
+  "standalone 300 - bash scripts/check-standalone.sh && drop target/standalone"
+)
+web=(
+  "packages 300 - bash scripts/install-packages.sh"
+  "wasm-build 360 OPLITE_SKIP_WASM bash scripts/build-wasm.sh oplite --no-default-features --features static
+     && bash scripts/build-wasm-package.sh"
+  "web-tests 300 OPLITE_SKIP_WASM phase_wait build && bash scripts/test-wasm.sh"
+  "web-sdk 300 OPLITE_SKIP_WEB_SDK phase_wait build && bash scripts/test-web-sdk.sh"
+)
+[[ -z ${OPLITE_SKIP_WASM:-} ]] || export OPLITE_SKIP_WEB_SDK=1
+cross=(
+  "mobile 900 OPLITE_SKIP_MOBILE phase_wait packages && bash scripts/build-mobile.sh"
+  "arm64 720 OPLITE_SKIP_ARM64 phase_wait packages && bash scripts/test-arm64.sh && drop target/arm64"
+)
+export -f phase_wait
 
-step "a clone with nothing beside it (scripts/check-standalone.sh)"
-bash scripts/check-standalone.sh 2>&1 | tee -a "$log"
-drop target/standalone
+lane native "${native[@]}" &
+lane web "${web[@]}" &
+lane cross "${cross[@]}" &
+wait || true
+wait || true
+wait || true
 
-step "test-data, the loopback service and the CLI end to end"
-# Sync, local write + upload + confirmed write checkpoint, reconnect after a
-# dropped stream, expired and expiring tokens, the binary and the demo.
-cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli 2>&1 | tee -a "$log"
-# The wasm crate's pure modules (read snapshots) run natively.
-cargo test -p oplite-wasm 2>&1 | tee -a "$log"
-
-if [[ -z ${OPLITE_SKIP_NODE:-} ]]; then
-  step "the official Node SDK with its bundled core and with oplite (scripts/test-node.sh)"
-  bash scripts/test-node.sh
-fi
-
-# Reliability (README "Reliability"): the crash, fault, concurrency,
-# bad-input, upgrade and seeded-fuzz tests ran with the tests above; these
-# two need their own runs.
-if [[ -z ${OPLITE_SKIP_FUZZ:-} ]]; then
-  step "libFuzzer: every fuzz target for ${OPLITE_FUZZ_SECONDS:-20}s (scripts/fuzz.sh)"
-  bash scripts/fuzz.sh "${OPLITE_FUZZ_SECONDS:-20}"
-  drop target/fuzz-build
-fi
-if [[ -z ${OPLITE_SKIP_MEMCHECK:-} ]]; then
-  step "valgrind memcheck over a subset of the tests (scripts/memcheck.sh)"
-  bash scripts/memcheck.sh
-fi
-
-if [[ -z ${OPLITE_SKIP_WASM:-} ]]; then
-  step "building the extension for wasm32-unknown-unknown"
-  bash scripts/build-wasm.sh oplite --no-default-features --features static
-  step "web package: build, Node tests, Chromium tests (scripts/test-wasm.sh)"
-  bash scripts/test-wasm.sh
-  if [[ -z ${OPLITE_SKIP_WEB_SDK:-} ]]; then
-    step "the official web SDK in Chromium with its own database and with oplite's (scripts/test-web-sdk.sh)"
-    bash scripts/test-web-sdk.sh
-  fi
-fi
-
-# Mobile (README "Mobile"): every Android/iOS static library, its symbols
-# checked, then the extension's tests on ARM64 under qemu.
-if [[ -z ${OPLITE_SKIP_MOBILE:-} ]]; then
-  step "building the Android and iOS static libraries, checking their symbols"
-  bash scripts/build-mobile.sh
-fi
-
-if [[ -z ${OPLITE_SKIP_ARM64:-} ]]; then
-  step "ARM64: the extension's tests and the static library under qemu"
-  bash scripts/test-arm64.sh
-  drop target/arm64
-fi
-
-step "done"
-# One closing line for everything cargo ran (the last cargo summary is the
-# doc-tests', which run none).
-awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+names=()
+for spec in "${native[@]}" "${web[@]}" "${cross[@]}"; do names+=("${spec%% *}"); done
+phase_summary "${names[@]}"
