@@ -47,9 +47,9 @@ export OPLITE_RECORD_SESSIONS=$PWD/target/debug/record-sessions
 
 # Phase specs: "name budget-seconds skip-variable command" ("-": never skipped).
 native=(
-  "build 240 - cargo build --release -p oplite -p oplite-test-server && cargo build -p oplite-wasm-native --bin record-sessions
-     && nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_powersync_init\$'
-     && nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_oplite_init\$'"
+  "build 240 - cargo build --release -p oplite -p oplite-test-server && cargo build -p oplite-wasm-native --bin record-sessions &&
+     nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_powersync_init\$' &&
+     nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_oplite_init\$'"
   "rust-tests 420 - cargo test-ext"
   "cli 300 - cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli && cargo test -p oplite-wasm"
   "node-sdk 300 OPLITE_SKIP_NODE bash scripts/test-node.sh"
@@ -59,8 +59,8 @@ native=(
 )
 web=(
   "packages 300 - bash scripts/install-packages.sh"
-  "wasm-build 360 OPLITE_SKIP_WASM bash scripts/build-wasm.sh oplite --no-default-features --features static
-     && bash scripts/build-wasm-package.sh"
+  "wasm-build 360 OPLITE_SKIP_WASM bash scripts/build-wasm.sh oplite --no-default-features --features static &&
+     bash scripts/build-wasm-package.sh"
   "web-tests 300 OPLITE_SKIP_WASM phase_wait build && bash scripts/test-wasm.sh"
   "web-sdk 300 OPLITE_SKIP_WEB_SDK phase_wait build && bash scripts/test-web-sdk.sh"
 )
