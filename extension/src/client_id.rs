@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::{OpliteError, Result, SqliteResultExt};
 use crate::migrations::{current_version, migrate_to, LATEST_VERSION};
+use crate::kv;
 use crate::sqlite::random_bytes;
 
 /// A random (version 4) UUID in lower-case hyphenated form.
@@ -42,17 +43,11 @@ fn format_uuid_v4(mut bytes: [u8; 16]) -> String {
 /// migrations create it there, and a read connection cannot write it.
 pub fn powersync_init(db: &Connection) -> Result<()> {
     migrate_to(db, LATEST_VERSION)?;
-    let has_id = db
-        .query_row("SELECT 1 FROM ps_kv WHERE key = 'client_id'", [], |_| Ok(()))
-        .optional()
-        .context("reading the client id")?
-        .is_some();
+    let has_id = kv::text(db, kv::CLIENT_ID)?.is_some();
     if has_id || db.is_readonly(rusqlite::MAIN_DB).context("checking for a read-only database")? {
         return Ok(());
     }
-    db.execute("INSERT INTO ps_kv(key, value) VALUES('client_id', ?1)", [random_uuid()])
-        .context("creating the client id")?;
-    Ok(())
+    kv::set_text(db, kv::CLIENT_ID, &random_uuid())
 }
 
 /// The client id stored in ps_kv by `powersync_init()`.

@@ -14,6 +14,7 @@
 //! - [`functions`]: the SQL functions, one module per concern, each with a
 //!   `register` function called from [`register`]; `sql_args` holds the
 //!   argument and transaction checks they all share.
+//! - [`kv`]: `ps_kv` and oplite's own `ps_oplite_kv`, their keys and accessors.
 //! - [`client_id`]: the client id and `powersync_init()`, which creates it.
 //! - [`schema`]: the app's schema (views, triggers, typed data tables), the
 //!   upload queue, and the interface the sync apply writes rows through.
@@ -38,6 +39,7 @@ pub mod client_id;
 pub mod core_upgrade;
 pub mod error;
 pub mod functions;
+pub mod kv;
 pub mod migrations;
 pub mod schema;
 mod sql_args;

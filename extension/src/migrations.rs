@@ -43,6 +43,11 @@ pub const MIGRATIONS: &[Migration] = &[
         up: include_str!("../../sql/migrations/0003_oplog_key_through_row.up.sql"),
         down: include_str!("../../sql/migrations/0003_oplog_key_through_row.down.sql"),
     },
+    Migration {
+        version: 4,
+        up: include_str!("../../sql/migrations/0004_oplite_kv.up.sql"),
+        down: include_str!("../../sql/migrations/0004_oplite_kv.down.sql"),
+    },
 ];
 
 /// The internal schema version this build writes.

@@ -1,14 +1,17 @@
-//! A call that fails partway leaves the sync client's memory as it was, so
-//! that after the host's ROLLBACK memory and database agree again and the
-//! same iteration can go on (the module docs of `sync/client.rs`).
+//! A call that fails partway with a retryable error (SQLITE_BUSY) leaves
+//! the sync client's memory as it was, so that after the host's ROLLBACK
+//! memory and database agree again and the same iteration can go on (the
+//! module docs of `sync/client.rs`); any other failure ends the iteration,
+//! as the reference's does.
 //!
 //! A session that uses every state-changing event (subscribe, start,
 //! checkpoint, data, partial and full completion, checkpoint diff, a
 //! completion held back by local data, completed_upload, keep-alives, stop)
-//! is run once cleanly. Then, for each call and each `ps_kv` key the client
-//! writes, the session is run again with a TEMP trigger that fails writes
-//! of that key during that call (a stand-in for SQLITE_FULL or an I/O error
-//! at the call's last write). The host rolls back, sends a keep-alive,
+//! is run once cleanly. Then, for each call and each key the client writes
+//! (in `ps_kv` and `ps_oplite_kv`), the session is run again with a TEMP
+//! trigger that fails writes of that key during that call with SQLITE_BUSY
+//! (a stand-in for a lock another connection took at the call's last
+//! write). The host rolls back, sends a keep-alive,
 //! which must report no status change, and retries the call. Every answer
 //! and the final tables must be those of the clean run.
 mod common;
@@ -18,13 +21,26 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
-/// The `ps_kv` keys the client writes; a failure writing each is injected.
-const KEYS: &[&str] = &[
-    "oplite_sync_iteration",
-    "last_applied_checkpoint_request_id",
-    "last_seen_checkpoint_request_id",
-    "target_checkpoint_request_id",
+/// The keys the client writes (table, key); a failure writing each is injected.
+const KEYS: &[(&str, &str)] = &[
+    ("ps_oplite_kv", "sync_iteration"),
+    ("ps_kv", "last_applied_checkpoint_request_id"),
+    ("ps_kv", "last_seen_checkpoint_request_id"),
+    ("ps_kv", "target_checkpoint_request_id"),
 ];
+
+/// `fail_busy()`: fails with SQLITE_BUSY, for the injecting triggers (with
+/// SQLite's own message: rusqlite sets a message after the code, which
+/// would turn the code into SQLITE_ERROR).
+fn register_fail_busy(db: &Connection) {
+    db.create_scalar_function("fail_busy", 0, rusqlite::functions::FunctionFlags::SQLITE_UTF8, |_| {
+        Err::<i64, _>(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        ))
+    })
+    .unwrap();
+}
 
 enum Step {
     /// A `powersync_control` call (NULL payload when None).
@@ -112,8 +128,9 @@ fn tables(db: &Connection) -> Vec<String> {
 /// Runs the session; with `fault = Some((i, key))`, writes of `key` fail
 /// during step i. Returns the answers of the steps (a failed and retried
 /// step answers with its retry) and whether the fault fired.
-fn run(fault: Option<(usize, &str)>) -> (Vec<Value>, Vec<String>, bool) {
+fn run(fault: Option<(usize, (&str, &str))>) -> (Vec<Value>, Vec<String>, bool) {
     let db = common::oplite_initialised();
+    register_fail_busy(&db);
     db.execute_batch("UPDATE ps_kv SET value = '00000000-0000-4000-8000-000000000000' WHERE key = 'client_id'")
         .unwrap();
     let mut answers = Vec::new();
@@ -127,10 +144,10 @@ fn run(fault: Option<(usize, &str)>) -> (Vec<Value>, Vec<String>, bool) {
             }
             Step::Call(op, payload) => (*op, payload),
         };
-        if let Some((at, key)) = fault.filter(|(at, _)| *at == i) {
+        if let Some((at, (table, key))) = fault.filter(|(at, _)| *at == i) {
             db.execute_batch(&format!(
-                "CREATE TEMP TRIGGER fail_kv BEFORE INSERT ON ps_kv WHEN NEW.key = '{key}'
-                 BEGIN SELECT RAISE(ABORT, 'injected: database or disk is full'); END;"
+                "CREATE TEMP TRIGGER fail_kv BEFORE INSERT ON {table} WHEN NEW.key = '{key}'
+                 BEGIN SELECT fail_busy(); END;"
             ))
             .unwrap();
             let result = host_call(&db, op, payload);
@@ -139,7 +156,8 @@ fn run(fault: Option<(usize, &str)>) -> (Vec<Value>, Vec<String>, bool) {
                 Ok(answer) => answers.push(answer),
                 Err(err) => {
                     fired = true;
-                    assert!(err.to_string().contains("injected"), "step {at} ({op}), {key}: {err}");
+                    assert!(err.to_string().contains("database is locked"), "step {at} ({op}), {key}: {err}");
+                    assert_eq!(common::error_code(&err) & 0xff, rusqlite::ffi::SQLITE_BUSY, "{err}");
                     // The first keep-alive connects; later ones must find the
                     // status exactly as it was before the failed call.
                     if i > 2 && op != "stop" {
@@ -176,16 +194,40 @@ fn a_call_that_fails_at_any_write_leaves_memory_as_it_was() {
     let mut fired = 0;
     for i in 0..session().len() {
         for key in KEYS {
-            let (answers, tables, did_fire) = run(Some((i, key)));
+            let (answers, tables, did_fire) = run(Some((i, *key)));
             fired += usize::from(did_fire);
             for (n, (ours, expected)) in answers.iter().zip(&clean).enumerate() {
-                assert_eq!(ours, expected, "answer {n} differs after a failure at step {i} writing {key}");
+                assert_eq!(ours, expected, "answer {n} differs after a failure at step {i} writing {key:?}");
             }
-            assert_eq!(tables, clean_tables, "tables differ after a failure at step {i} writing {key}");
+            assert_eq!(tables, clean_tables, "tables differ after a failure at step {i} writing {key:?}");
         }
     }
     // Every state-changing call writes the iteration key, and the
     // checkpoint keys fail the completions (the retry at completed_upload
     // records last_seen again, as the reference does) and the target.
     assert_eq!(fired, 17, "faults that fired");
+}
+
+/// A failure that retrying cannot fix (here a write refused by a trigger,
+/// as SQLITE_FULL or an I/O error would be) ends the iteration, as the
+/// reference's does: the host's `stop` then answers nothing and the SDK
+/// reports the error; the next `start` resumes from the database.
+#[test]
+fn a_call_that_fails_for_good_ends_the_iteration() {
+    let db = common::oplite_initialised();
+    host_call(&db, "start", &None).unwrap();
+    db.execute_batch(
+        "CREATE TEMP TRIGGER fail_kv BEFORE INSERT ON ps_oplite_kv
+         BEGIN SELECT RAISE(ABORT, 'injected: database or disk is full'); END;",
+    )
+    .unwrap();
+    let checkpoint = Some(r#"{"checkpoint":{"last_op_id":"1","buckets":[]}}"#.to_owned());
+    let err = host_call(&db, "line_text", &checkpoint).unwrap_err();
+    assert!(err.to_string().contains("injected"), "{err}");
+    db.execute_batch("DROP TRIGGER fail_kv").unwrap();
+    assert_eq!(host_call(&db, "stop", &None).unwrap(), json!([]));
+    let err = host_call(&db, "line_text", &Some(KEEP_ALIVE.to_owned())).unwrap_err();
+    assert!(err.to_string().contains("No iteration is active"), "{err}");
+    host_call(&db, "start", &None).unwrap();
+    host_call(&db, "line_text", &Some(KEEP_ALIVE.to_owned())).unwrap();
 }

@@ -15,14 +15,14 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use rusqlite::types::{Value, ValueRef};
+use rusqlite::types::Value;
 use rusqlite::Connection;
 
 use super::installed::Installed;
 use super::quote::identifier;
 use super::replace::load_raw_tables;
 use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::sql_args::require_transaction;
+use crate::sql_args::{int_coerced, require_transaction};
 use crate::sqlite::{client_data, register_scalar, ClientDataKey, Purity};
 
 /// `powersync_clear` flag: also clear local-only tables.
@@ -110,15 +110,6 @@ pub fn trigger_resync(db: &Connection, forget_sync_state: bool) -> Result<()> {
     Ok(())
 }
 
-/// An integer flag argument; the reference accepts any type (non-integers
-/// count as 0).
-fn flag_arg(args: &[ValueRef<'_>]) -> i64 {
-    match args.first() {
-        Some(ValueRef::Integer(i)) => *i,
-        _ => 0,
-    }
-}
-
 pub(super) fn register(db: &Connection) -> Result<()> {
     register_scalar(
         db,
@@ -127,7 +118,7 @@ pub(super) fn register(db: &Connection) -> Result<()> {
         Purity::Volatile,
         Box::new(|db, args| {
             require_transaction(db, "powersync_clear")?;
-            clear(db, flag_arg(args))?;
+            clear(db, i64::from(int_coerced(args, 0)))?;
             Ok(Value::Text(String::new()))
         }),
     )?;
@@ -138,7 +129,7 @@ pub(super) fn register(db: &Connection) -> Result<()> {
         Purity::Volatile,
         Box::new(|db, args| {
             require_transaction(db, "powersync_trigger_resync")?;
-            trigger_resync(db, flag_arg(args) != 0)?;
+            trigger_resync(db, int_coerced(args, 0) != 0)?;
             Ok(Value::Text(String::new()))
         }),
     )

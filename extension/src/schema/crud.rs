@@ -38,6 +38,7 @@ use rusqlite::Connection;
 use super::apply::in_sync_operation;
 use super::crud_json::{self, read_items};
 use crate::error::{OpliteError, Result, SqliteResultExt};
+use crate::sql_args::{int_coerced, text_coerced};
 use crate::sqlite::{register_function, register_write_only_table, Purity, WriteOnlyTable};
 
 /// SQL: the tx_id the next transaction gets.
@@ -223,22 +224,28 @@ macro_rules! queue_transaction_callbacks {
     };
 }
 
+// Both tables read their columns as the reference does (sql_args'
+// coercions): op, id and type as text (NULL as ''), data, old_values and
+// metadata only when they are TEXT, options as an integer.
 impl WriteOnlyTable for CrudTable {
     fn insert(&self, db: &Connection, values: &[ValueRef<'_>]) -> Result<()> {
-        let text = |i: usize| -> Result<Option<&str>> {
-            match values.get(i).copied().unwrap_or(ValueRef::Null) {
-                ValueRef::Null => Ok(None),
-                ValueRef::Text(t) => std::str::from_utf8(t).map(Some).map_err(|_| bad("text is not UTF-8")),
-                other => Err(bad(&format!("column {} must be text, got {}", i + 1, other.data_type()))),
-            }
+        let text_only = |i: usize| match values.get(i) {
+            Some(ValueRef::Text(t)) => std::str::from_utf8(t).map(Some).map_err(|_| bad("text is not UTF-8")),
+            _ => Ok(None),
         };
-        let op = text(0)?.ok_or_else(|| bad("op is required"))?;
-        let id = values.get(1).copied().unwrap_or(ValueRef::Null);
-        let row_type = text(2)?.ok_or_else(|| bad("type is required"))?;
-        let data = text(3)?;
-        let old = text(4)?;
-        let metadata = values.get(5).copied().unwrap_or(ValueRef::Null);
-        let options = values.get(6).and_then(|v| v.as_i64().ok()).unwrap_or(0);
+        let op = text_coerced(db, values, 0)?;
+        let op = op.as_ref();
+        let id = text_coerced(db, values, 1)?;
+        let id = ValueRef::Text(id.as_bytes());
+        let row_type = text_coerced(db, values, 2)?;
+        let row_type = row_type.as_ref();
+        let data = text_only(3)?;
+        let old = text_only(4)?;
+        let metadata = match values.get(5) {
+            Some(text @ ValueRef::Text(_)) => *text,
+            _ => ValueRef::Null,
+        };
+        let options = i64::from(int_coerced(values, 6));
         if op == "PATCH" && options & IGNORE_EMPTY_UPDATE != 0 && data.is_none_or(|d| d.trim() == "{}") {
             return Ok(());
         }
@@ -250,15 +257,17 @@ impl WriteOnlyTable for CrudTable {
 
 impl WriteOnlyTable for RawCrudTable {
     fn insert(&self, db: &Connection, values: &[ValueRef<'_>]) -> Result<()> {
-        let entry = match values.first().copied().unwrap_or(ValueRef::Null) {
-            ValueRef::Text(t) => std::str::from_utf8(t).map_err(|_| bad("data is not UTF-8"))?,
-            _ => return Err(bad("data must be text")),
-        };
-        let options = values.get(1).and_then(|v| v.as_i64().ok()).unwrap_or(0);
-        if options & IGNORE_EMPTY_UPDATE != 0 && crud_json::is_empty_patch(entry) {
+        // NULL is refused where the reference stores a NULL entry, which
+        // no SDK can upload (docs/differences.md).
+        if matches!(values.first(), None | Some(ValueRef::Null)) {
+            return Err(bad("data must not be NULL: the upload queue could never upload the entry"));
+        }
+        let entry = text_coerced(db, values, 0)?;
+        let options = i64::from(int_coerced(values, 1));
+        if options & IGNORE_EMPTY_UPDATE != 0 && crud_json::is_empty_patch(&entry) {
             return Ok(());
         }
-        self.0.write(db, entry, None)
+        self.0.write(db, &entry, None)
     }
     queue_transaction_callbacks!();
 }
@@ -416,15 +425,10 @@ pub fn register(db: &Connection) -> Result<()> {
         "powersync_json_merge",
         -1,
         Purity::Deterministic,
-        Box::new(|_, args| {
-            // As text (numbers and NULL never read as an object; blobs do).
-            let objects: Vec<std::borrow::Cow<'_, str>> = args
-                .iter()
-                .map(|v| match v {
-                    ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t),
-                    _ => "".into(),
-                })
-                .collect();
+        Box::new(|ctx, args| {
+            let db = ctx.db()?;
+            let objects: Vec<std::borrow::Cow<'_, str>> =
+                (0..args.len()).map(|i| text_coerced(&db, args, i)).collect::<Result<_>>()?;
             let objects: Vec<&str> = objects.iter().map(|o| o.as_ref()).collect();
             crud_json::concat_objects(&objects).map(Value::Text)
         }),

@@ -48,11 +48,11 @@ pub use model::{RawParam, RawStatement, RawTable, Schema};
 
 use std::collections::BTreeMap;
 
-use rusqlite::types::{Value, ValueRef};
+use rusqlite::types::Value;
 use rusqlite::Connection;
 
 use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::sql_args::{require_transaction, text_arg};
+use crate::sql_args::{require_transaction, text_coerced};
 use crate::sqlite::{register_function, register_scalar, Purity};
 
 /// Registers the schema functions and the upload-queue tables on `db`.
@@ -70,14 +70,8 @@ pub fn register(db: &Connection) -> Result<()> {
         3,
         Purity::Volatile,
         Box::new(|db, args| {
-            // As text, as the reference reads them (NULL reads as '').
-            let text = |i: usize| match args.get(i) {
-                Some(ValueRef::Text(t)) | Some(ValueRef::Blob(t)) => String::from_utf8_lossy(t).into_owned(),
-                Some(ValueRef::Integer(n)) => n.to_string(),
-                Some(ValueRef::Real(r)) => r.to_string(),
-                _ => String::new(),
-            };
-            raw::create_crud_trigger(db, &text(0), &text(1), &text(2))?;
+            let [definition, name, write] = [0, 1, 2].map(|i| text_coerced(db, args, i));
+            raw::create_crud_trigger(db, &definition?, &name?, &write?)?;
             Ok(Value::Null)
         }),
     )?;
@@ -88,18 +82,7 @@ pub fn register(db: &Connection) -> Result<()> {
         Purity::Volatile,
         Box::new(|db, args| {
             require_transaction(db, "powersync_replace_schema")?;
-            let json = match args.first() {
-                Some(ValueRef::Text(t)) => String::from_utf8_lossy(t).into_owned(),
-                Some(ValueRef::Null) | None => String::new(),
-                Some(other) => {
-                    return Err(OpliteError::InvalidArgument {
-                        function: "powersync_replace_schema",
-                        message: format!("the schema must be JSON text, got {}", other.data_type()),
-                        type_mismatch: true,
-                    })
-                }
-            };
-            replace::replace_schema(db, &json)?;
+            replace::replace_schema(db, &text_coerced(db, args, 0)?)?;
             Ok(Value::Text(String::new()))
         }),
     )?;
@@ -108,7 +91,10 @@ pub fn register(db: &Connection) -> Result<()> {
         "powersync_diff",
         2,
         Purity::Deterministic,
-        Box::new(|_, args| diff(&json_arg(args, 0)?, &json_arg(args, 1)?).map(Value::Text)),
+        Box::new(|ctx, args| {
+            let db = ctx.db()?;
+            diff(&text_coerced(&db, args, 0)?, &text_coerced(&db, args, 1)?).map(Value::Text)
+        }),
     )?;
     register_function(
         db,
@@ -125,9 +111,8 @@ pub fn register(db: &Connection) -> Result<()> {
         1,
         Purity::Volatile,
         Box::new(|db, args| {
-            if let Some(name) = text_arg(args, 0, "powersync_drop_view")? {
-                db.execute_batch(&format!("DROP VIEW IF EXISTS {}", quote::identifier(name))).context("dropping a view")?;
-            }
+            let name = text_coerced(db, args, 0)?;
+            db.execute_batch(&format!("DROP VIEW IF EXISTS {}", quote::identifier(&name))).context("dropping a view")?;
             Ok(Value::Null)
         }),
     )?;
@@ -138,23 +123,6 @@ pub fn register(db: &Connection) -> Result<()> {
         Purity::Volatile,
         Box::new(|db, _| Ok(Value::Integer(i64::from(in_sync_operation(db))))),
     )
-}
-
-/// An argument of `powersync_diff` as JSON text (NULL reads as empty text).
-fn json_arg<'a>(args: &[ValueRef<'a>], index: usize) -> Result<std::borrow::Cow<'a, str>> {
-    Ok(match args.get(index) {
-        None | Some(ValueRef::Null) => "".into(),
-        Some(ValueRef::Text(t)) => String::from_utf8_lossy(t),
-        Some(ValueRef::Integer(i)) => i.to_string().into(),
-        Some(ValueRef::Real(r)) => r.to_string().into(),
-        Some(ValueRef::Blob(_)) => {
-            return Err(OpliteError::InvalidArgument {
-                function: "powersync_diff",
-                message: format!("argument {} must be JSON text, got a BLOB", index + 1),
-                type_mismatch: true,
-            })
-        }
-    })
 }
 
 /// `powersync_diff(old, new)`: the members of `new` that differ from

@@ -3,14 +3,16 @@
 //! between calls (the current iteration, its checkpoint, the last status
 //! sent) is held here, per connection, outside the database, as in the
 //! reference core; rules not obvious from docs/protocol.md were observed on
-//! the reference core and are noted where they apply. Two things differ on
-//! purpose (see docs/differences.md and docs/reliability.md): a malformed
-//! line fails without ending the iteration, and the iteration's memory must
-//! match the database, checked through [`OWNER_KEY`] and restored by
-//! [`SyncClient::control`] when a call fails. The copy that restoring needs
-//! costs 2.3 µs with 1,000 buckets, against 250 µs for a call storing a
-//! one-op line (debug build, `snapshot_cost` in `client/snapshot_tests.rs`), and neither grows
-//! with the number of buckets (download progress is kept line by line, see
+//! the reference core and are noted where they apply. A call that fails
+//! ends the iteration where the reference's does ([`ends_iteration`]); one
+//! that fails with a retryable error (BUSY, LOCKED) keeps it, with memory
+//! put back as it was before the call, so the host can retry. One thing
+//! differs on purpose (see docs/differences.md and docs/reliability.md):
+//! the iteration's memory must match the database, checked through
+//! [`OWNER_KEY`]. The copy that restoring needs costs 2.3 µs with 1,000
+//! buckets, against 250 µs for a call storing a one-op line (debug build,
+//! `snapshot_cost` in `client/snapshot_tests.rs`), and neither grows with
+//! the number of buckets (download progress is kept line by line, see
 //! [`super::progress`]).
 
 use std::collections::{HashMap, HashSet};
@@ -29,18 +31,12 @@ use super::status::{SyncStatus, FULL_SYNC_PRIORITY};
 use super::storage;
 use super::streams::{self, IterationStreams, StartOptions};
 use crate::error::{OpliteError, Result};
+use crate::kv;
 use crate::sync_local::{self, ApplyReport, Scope, Setting};
 
-/// `ps_kv` key: the write checkpoint the client waits for (i64::MAX while
-/// uploads are pending and the host has not set one).
-pub const TARGET_KEY: &str = "target_checkpoint_request_id";
-/// `ps_kv` key: the write checkpoint of the last validated checkpoint.
-pub const LAST_SEEN_KEY: &str = "last_seen_checkpoint_request_id";
-/// `ps_kv` key: the write checkpoint of the last applied checkpoint.
-pub const LAST_APPLIED_KEY: &str = "last_applied_checkpoint_request_id";
-/// `ps_kv` key (oplite's own): `<token>/<calls>` of the iteration allowed
-/// to write sync state, set by `start` and advanced by every call that
-/// changes it.
+/// Who owns sync state: `<token>/<calls>` of the iteration allowed to write
+/// it, in `ps_oplite_kv` ([`kv::SYNC_ITERATION`]), set by `start` and
+/// advanced by every call that changes it.
 ///
 /// Two connections (or processes) syncing the same database at once would
 /// corrupt each other's bookkeeping, and a host that goes on after a call's
@@ -55,7 +51,8 @@ pub const LAST_APPLIED_KEY: &str = "last_applied_checkpoint_request_id";
 /// Either way the iteration ends with an error instead of writing, and the
 /// host's next `start` resumes from what the database holds. The last
 /// `start` wins, so a crashed process never blocks the next one.
-pub const OWNER_KEY: &str = "oplite_sync_iteration";
+/// The key in `ps_oplite_kv`.
+const OWNER_KEY: &str = kv::SYNC_ITERATION;
 
 /// The checkpoint being downloaded.
 #[derive(Debug, Clone)]
@@ -70,7 +67,7 @@ struct TargetCheckpoint {
 /// One connection of the host to the sync stream, from `start` to its end.
 #[derive(Debug, Clone)]
 struct Iteration {
-    /// This iteration's token in `ps_kv` ([`OWNER_KEY`]).
+    /// This iteration's token in `ps_oplite_kv` ([`OWNER_KEY`]).
     token: String,
     /// State-changing calls of this iteration so far (also in `ps_kv`).
     calls: u64,
@@ -120,6 +117,25 @@ pub enum ControlResult {
     Value(Option<i64>),
 }
 
+/// Whether a failed `powersync_control` call ends the sync iteration, as
+/// the reference's does: an error while the iteration handles its event
+/// (a line that does not decode or apply, a failed write, a failed start)
+/// ends it, and the host's `stop` then answers `[]`; the SDKs report that
+/// error as the sync error. An argument the reference checks before the
+/// event reaches its iteration (the payload's type, `start`'s options, an
+/// unknown connection event or subscription list) does not, and neither
+/// does a retryable error (BUSY, LOCKED), which the host may retry.
+fn ends_iteration(op: &str, err: &OpliteError) -> bool {
+    let argument = matches!(err, OpliteError::InvalidArgument { .. } | OpliteError::Malformed { .. });
+    !err.is_retryable()
+        && match op {
+            "line_text" | "line_binary" => !matches!(err, OpliteError::InvalidArgument { type_mismatch: true, .. }),
+            "start" | "connection" | "update_subscriptions" => !argument,
+            "stop" | "completed_upload" | "refreshed_token" => true,
+            _ => false,
+        }
+}
+
 fn no_iteration() -> OpliteError {
     OpliteError::Misuse { function: "powersync_control", reason: "invalid state: No iteration is active".into() }
 }
@@ -143,15 +159,15 @@ impl SyncClient {
     }
 
     /// Handles one event. A failed call leaves memory as it was before it,
-    /// except that an iteration that lost ownership of the database ends
+    /// except that the iteration ends where the reference's does
+    /// ([`ends_iteration`]) or when it lost ownership of the database
     /// ([`OWNER_KEY`]).
     ///
     /// Lines are fully decoded before anything is written, and this keeps
     /// a copy of the iteration (and of the last status sent) that it puts
     /// back when the call fails, whichever write failed: memory then
     /// matches the database once the host rolls the call's transaction
-    /// back, and a busy database or a malformed line can be retried in the
-    /// same iteration. The copy is cheap next to the call because the large
+    /// back, and a busy database can be retried in the same iteration. The copy is cheap next to the call because the large
     /// parts are shared (the checkpoint, the deletable buckets, each
     /// stream's buckets and the progress index behind an `Arc`, the counters
     /// in a [`CounterMap`] that copies only the last call's changes): with
@@ -169,11 +185,15 @@ impl SyncClient {
         }
         let before = (self.iteration.clone(), self.last_emitted.clone(), self.last_apply.clone());
         let mut result = self.dispatch(db, op, payload);
+        let ends = result.as_ref().err().is_some_and(|err| ends_iteration(op, err));
         if self.prepared.take().is_some() && result.is_ok() {
             result = Err(stepped::unused_apply());
         }
         if result.is_err() {
             (self.iteration, self.last_emitted, self.last_apply) = before;
+        }
+        if ends {
+            self.iteration = None;
         }
         result
     }
@@ -255,7 +275,7 @@ impl SyncClient {
     /// state-changing calls so far all committed (see [`OWNER_KEY`]).
     fn check_owner(&mut self, db: &Connection) -> Result<()> {
         let iteration = self.iteration.as_ref().ok_or_else(no_iteration)?;
-        let stored = storage::kv_text(db, OWNER_KEY)?;
+        let stored = kv::own(db, OWNER_KEY)?;
         let expected = owner_value(&iteration.token, iteration.calls);
         if stored.as_deref() == Some(expected.as_str()) {
             return Ok(());
@@ -279,7 +299,7 @@ impl SyncClient {
     /// Records a state-changing call of the active iteration.
     fn advance(&mut self, db: &Connection) -> Result<()> {
         if let Some(iteration) = self.iteration.as_mut() {
-            storage::set_kv_text(db, OWNER_KEY, &owner_value(&iteration.token, iteration.calls + 1))?;
+            kv::set_own(db, OWNER_KEY, &owner_value(&iteration.token, iteration.calls + 1))?;
             iteration.calls += 1;
         }
         Ok(())
@@ -315,7 +335,7 @@ impl SyncClient {
             app_metadata: options.app_metadata,
         };
         let token = new_token();
-        storage::set_kv_text(db, OWNER_KEY, &owner_value(&token, 0))?;
+        kv::set_own(db, OWNER_KEY, &owner_value(&token, 0))?;
         self.iteration = Some(Iteration {
             token,
             calls: 0,
@@ -611,7 +631,7 @@ impl Iteration {
     /// core, "confirmed" means the write checkpoint of the last validated
     /// full checkpoint (`last_seen`) has reached the target the host set.
     fn local_data_allows(db: &Connection) -> Result<bool> {
-        Self::local_data_allows_seen(db, storage::kv_int(db, LAST_SEEN_KEY)?)
+        Self::local_data_allows_seen(db, kv::int(db, kv::LAST_SEEN)?)
     }
 
     /// [`Iteration::local_data_allows`] with `seen` as the last seen write checkpoint.
@@ -619,7 +639,7 @@ impl Iteration {
         if storage::has_pending_uploads(db)? {
             return Ok(false);
         }
-        Ok(match storage::kv_int(db, TARGET_KEY)? {
+        Ok(match kv::int(db, kv::TARGET)? {
             None => true,
             Some(target) => seen.is_some_and(|seen| seen >= target),
         })
@@ -644,7 +664,7 @@ impl Iteration {
             // none when it is older than the gate (no write checkpoint
             // counts as older than any): it cannot confirm the uploads.
             self.pending_apply = false;
-            if checkpoint.write_checkpoint < storage::kv_int(db, TARGET_KEY)? {
+            if checkpoint.write_checkpoint < kv::int(db, kv::TARGET)? {
                 return Ok(true);
             }
         }
@@ -654,7 +674,7 @@ impl Iteration {
         // When the checkpoint is applied, storage::mark_applied records it with the
         // rest of the bucket bookkeeping.
         if let Some(wc) = checkpoint.write_checkpoint {
-            storage::set_kv_int(db, LAST_SEEN_KEY, wc)?;
+            kv::set_int(db, kv::LAST_SEEN, wc)?;
         }
         if !Self::local_data_allows(db)? {
             let names: Vec<&str> = checkpoint.buckets.iter().map(|b| &*b.bucket).collect();
@@ -698,7 +718,7 @@ impl Iteration {
         }
         let mut completed = CompletedSync::default();
         if let Some(wc) = checkpoint.write_checkpoint {
-            storage::set_kv_int(db, LAST_APPLIED_KEY, wc)?;
+            kv::set_int(db, kv::LAST_APPLIED, wc)?;
             out.push(Instruction::log(Severity::Debug, format!("Applied checkpoint request id {wc}")));
             completed.applied_checkpoint_request_id = Some(wc.to_string());
         }

@@ -28,7 +28,11 @@ impl<'a> Payload<'a> {
     pub(super) fn text(self, op: &str) -> Result<&'a str> {
         match self {
             Payload::Text(text) => Ok(text),
-            _ => Err(invalid_argument(format!("{op} needs a text payload"))),
+            _ => Err(OpliteError::InvalidArgument {
+                function: "powersync_control",
+                message: format!("{op} needs a text payload"),
+                type_mismatch: true,
+            }),
         }
     }
 
@@ -36,7 +40,11 @@ impl<'a> Payload<'a> {
     pub(super) fn bytes(self, op: &str) -> Result<&'a [u8]> {
         match self {
             Payload::Blob(bytes) => Ok(bytes),
-            _ => Err(invalid_argument(format!("{op} needs a blob payload"))),
+            _ => Err(OpliteError::InvalidArgument {
+                function: "powersync_control",
+                message: format!("{op} needs a blob payload"),
+                type_mismatch: true,
+            }),
         }
     }
 

@@ -1,21 +1,17 @@
 //! Checkpoint requests (`checkpoint_mode: "requests"`, docs/protocol.md
 //! "Write checkpoints"): the client numbers its own write-checkpoint
-//! requests. The counter lives in `ps_kv` ([`LAST_REQUESTED_KEY`]); the
+//! requests. The counter lives in `ps_kv` ([`kv::LAST_REQUESTED`](crate::kv::LAST_REQUESTED)); the
 //! host seeds it with the id the service accepted for the `checkpoint_request`
 //! of `EstablishSyncStream`, then allocates ids with
 //! `next_checkpoint_request_id` and sets the upload gate
-//! ([`super::client::TARGET_KEY`]) to the one the service accepted.
+//! ([`crate::kv::TARGET`]) to the one the service accepted.
 
 use rusqlite::Connection;
 use serde::Serialize;
 
-use super::client::TARGET_KEY;
 use super::payload::Payload;
-use super::storage;
 use crate::error::{Result, SqliteResultExt};
-
-/// `ps_kv` key: the last checkpoint request id allocated (or seeded).
-pub const LAST_REQUESTED_KEY: &str = "last_requested_checkpoint_request_id";
+use crate::kv;
 
 /// The gate's value while local writes wait for an id (not an id itself).
 const PENDING_WRITES: i64 = i64::MAX;
@@ -47,8 +43,8 @@ impl CheckpointRequest {
     /// holds a real id (one set before the counter existed), and at least 1
     /// (which also probes whether the service supports requests).
     pub fn initial(db: &Connection, client_id: String) -> Result<Self> {
-        let counter = storage::kv_int(db, LAST_REQUESTED_KEY)?.unwrap_or(0);
-        let gate = storage::kv_int(db, TARGET_KEY)?.filter(|t| *t > 0 && *t != PENDING_WRITES).unwrap_or(0);
+        let counter = kv::int(db, kv::LAST_REQUESTED)?.unwrap_or(0);
+        let gate = kv::int(db, kv::TARGET)?.filter(|t| *t > 0 && *t != PENDING_WRITES).unwrap_or(0);
         Ok(CheckpointRequest { client_id, checkpoint_request_id: counter.max(gate).max(1).to_string() })
     }
 }
@@ -58,19 +54,19 @@ impl CheckpointRequest {
 pub fn seed(db: &Connection, payload: Payload<'_>) -> Result<i64> {
     let id = payload
         .request_id("checkpoint request id", "checkpoint request id must be an integer or integer string")?;
-    storage::set_kv_int(db, LAST_REQUESTED_KEY, id)?;
+    kv::set_int(db, kv::LAST_REQUESTED, id)?;
     Ok(id)
 }
 
 /// `next_checkpoint_request_id`: the counter plus one, stored; None when
 /// the counter was never seeded.
 pub fn next(db: &Connection) -> Result<Option<i64>> {
-    if storage::kv_int(db, LAST_REQUESTED_KEY)?.is_none() {
+    if kv::int(db, kv::LAST_REQUESTED)?.is_none() {
         return Ok(None);
     }
     db.query_row(
         "UPDATE ps_kv SET value = CAST(value AS INTEGER) + 1 WHERE key = ?1 RETURNING CAST(value AS INTEGER)",
-        [LAST_REQUESTED_KEY],
+        [kv::LAST_REQUESTED],
         |r| r.get(0),
     )
     .map(Some)
@@ -79,21 +75,21 @@ pub fn next(db: &Connection) -> Result<Option<i64>> {
 
 /// `current_checkpoint_request_id`: the counter, or None.
 pub fn current(db: &Connection) -> Result<Option<i64>> {
-    storage::kv_int(db, LAST_REQUESTED_KEY)
+    kv::int(db, kv::LAST_REQUESTED)
 }
 
 /// `target_checkpoint_request_id`: NULL reads the gate, 0 clears it, a
 /// positive id sets it, a negative one is refused. Returns the gate as it
 /// was before.
 pub fn probe_target(db: &Connection, payload: Payload<'_>) -> Result<Option<i64>> {
-    let previous = storage::kv_int(db, TARGET_KEY)?;
+    let previous = kv::int(db, kv::TARGET)?;
     match payload.optional_request_id(
         "target checkpoint request id",
         "target checkpoint request id must be an integer, integer string, or null",
     )? {
         None => {}
-        Some(0) => storage::delete_kv(db, TARGET_KEY)?,
-        Some(target) => storage::set_kv_int(db, TARGET_KEY, target)?,
+        Some(0) => kv::delete(db, kv::TARGET)?,
+        Some(target) => kv::set_int(db, kv::TARGET, target)?,
     }
     Ok(previous)
 }

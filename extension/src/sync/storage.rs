@@ -109,39 +109,6 @@ pub fn checksums(db: &Connection) -> Result<HashMap<String, StoredChecksum>> {
     rows.collect::<rusqlite::Result<_>>().context("reading checksums")
 }
 
-/// Reads a `ps_kv` value as an integer.
-pub fn kv_int(db: &Connection, key: &str) -> Result<Option<i64>> {
-    db.query_row("SELECT CAST(value AS INTEGER) FROM ps_kv WHERE key = ?1", [key], |r| r.get(0))
-        .optional()
-        .context("reading ps_kv")
-}
-
-/// Reads a `ps_kv` value as text.
-pub fn kv_text(db: &Connection, key: &str) -> Result<Option<String>> {
-    db.query_row("SELECT CAST(value AS TEXT) FROM ps_kv WHERE key = ?1", [key], |r| r.get(0))
-        .optional()
-        .context("reading ps_kv")
-}
-
-/// Writes a `ps_kv` text value.
-pub fn set_kv_text(db: &Connection, key: &str, value: &str) -> Result<()> {
-    db.execute("INSERT OR REPLACE INTO ps_kv(key, value) VALUES (?1, ?2)", params![key, value])
-        .context("writing ps_kv")?;
-    Ok(())
-}
-
-/// Writes a `ps_kv` integer.
-pub fn set_kv_int(db: &Connection, key: &str, value: i64) -> Result<()> {
-    db.execute("INSERT OR REPLACE INTO ps_kv(key, value) VALUES (?1, ?2)", params![key, value])
-        .context("writing ps_kv")?;
-    Ok(())
-}
-
-/// Deletes a `ps_kv` row.
-pub fn delete_kv(db: &Connection, key: &str) -> Result<()> {
-    db.execute("DELETE FROM ps_kv WHERE key = ?1", [key]).context("writing ps_kv")?;
-    Ok(())
-}
 
 /// True when the upload queue holds entries.
 pub fn has_pending_uploads(db: &Connection) -> Result<bool> {

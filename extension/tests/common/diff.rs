@@ -108,8 +108,7 @@ const SNAPSHOT_QUERIES: &[(&str, &str)] = &[
     ("ps_updated_rows", "SELECT * FROM ps_updated_rows ORDER BY 1, 2"),
     ("ps_untyped", "SELECT type, id, data FROM ps_untyped ORDER BY 1, 2"),
     ("ps_sync_state", "SELECT priority FROM ps_sync_state ORDER BY 1"),
-    // oplite_sync_iteration: oplite's own (a random token per iteration).
-    ("ps_kv", "SELECT key, CAST(value AS TEXT) FROM ps_kv WHERE key NOT IN ('client_id', 'oplite_sync_iteration') ORDER BY 1"),
+    ("ps_kv", "SELECT key, CAST(value AS TEXT) FROM ps_kv WHERE key != 'client_id' ORDER BY 1"),
     ("ps_crud", "SELECT id, data, tx_id FROM ps_crud ORDER BY id"),
     // Times come from each core's clock: compare whether they are set, and
     // that an expiry is about now + ttl (within a minute).

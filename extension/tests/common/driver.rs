@@ -158,7 +158,7 @@ pub fn snapshot(db: &Connection) -> Vec<Vec<String>> {
         "SELECT * FROM ps_untyped ORDER BY 1, 2",
         "SELECT * FROM ps_crud ORDER BY id",
         "SELECT * FROM ps_tx ORDER BY id",
-        "SELECT key, CAST(value AS TEXT) FROM ps_kv WHERE key NOT IN ('client_id', 'oplite_sync_iteration') ORDER BY 1",
+        "SELECT key, CAST(value AS TEXT) FROM ps_kv WHERE key != 'client_id' ORDER BY 1",
         "SELECT priority FROM ps_sync_state ORDER BY 1",
         "SELECT name, seq FROM sqlite_sequence ORDER BY 1",
     ]

@@ -13,7 +13,8 @@
 
 use rusqlite::Connection;
 
-use super::{CompletionKind, Iteration, SyncClient, LAST_SEEN_KEY, TARGET_KEY};
+use super::{CompletionKind, Iteration, SyncClient};
+use crate::kv;
 use crate::error::{OpliteError, Result};
 use crate::schema::RawTable;
 use crate::sync::line::{self, SyncLine};
@@ -131,14 +132,14 @@ impl Iteration {
         if kind == CompletionKind::Line && !self.checksum_failures(db, i32::MAX)?.0.is_empty() {
             return Ok(None);
         }
-        if kind == CompletionKind::AfterUpload && checkpoint.write_checkpoint < storage::kv_int(db, TARGET_KEY)? {
+        if kind == CompletionKind::AfterUpload && checkpoint.write_checkpoint < kv::int(db, kv::TARGET)? {
             return Ok(None);
         }
         // complete_full records the checkpoint's write checkpoint as the
         // last seen one before it checks local data.
         let seen = match checkpoint.write_checkpoint {
             Some(wc) => Some(wc),
-            None => storage::kv_int(db, LAST_SEEN_KEY)?,
+            None => kv::int(db, kv::LAST_SEEN)?,
         };
         Ok(Self::local_data_allows_seen(db, seen)?.then_some(Scope::Full))
     }

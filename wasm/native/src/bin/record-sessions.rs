@@ -130,9 +130,8 @@ fn dump_query(db: &Connection, table: &str) -> String {
     let n: usize = db.prepare(&format!("SELECT * FROM {table}")).unwrap().column_count();
     let order = (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
     match table {
-        // client_id is fixed by the session; oplite_sync_iteration is a
-        // random token per sync iteration.
-        "ps_kv" => format!("SELECT * FROM ps_kv WHERE key NOT IN ('client_id', 'oplite_sync_iteration') ORDER BY {order}"),
+        // client_id is fixed by the session.
+        "ps_kv" => format!("SELECT * FROM ps_kv WHERE key != 'client_id' ORDER BY {order}"),
         "ps_sync_state" => "SELECT priority FROM ps_sync_state ORDER BY 1".to_owned(),
         "ps_stream_subscriptions" => format!("SELECT * FROM {table} ORDER BY {order}"),
         _ => format!("SELECT * FROM {table} ORDER BY {order}"),
