@@ -47,27 +47,27 @@ export OPLITE_RECORD_SESSIONS=$PWD/target/debug/record-sessions
 
 # Phase specs: "name budget-seconds skip-variable command" ("-": never skipped).
 native=(
-  "build 240 - cargo build --release -p oplite -p oplite-test-server && cargo build -p oplite-wasm-native --bin record-sessions &&
+  "build 300 - cargo build --release -p oplite -p oplite-test-server && cargo build -p oplite-wasm-native --bin record-sessions &&
      nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_powersync_init\$' &&
      nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_oplite_init\$'"
-  "rust-tests 420 - cargo test-ext"
-  "cli 300 - cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli && cargo test -p oplite-wasm"
-  "node-sdk 300 OPLITE_SKIP_NODE bash scripts/test-node.sh"
-  "fuzz 420 OPLITE_SKIP_FUZZ bash scripts/fuzz.sh \${OPLITE_FUZZ_SECONDS:-20} && drop target/fuzz-build"
-  "memcheck 180 OPLITE_SKIP_MEMCHECK phase_wait packages && bash scripts/memcheck.sh"
-  "standalone 300 - bash scripts/check-standalone.sh && drop target/standalone"
+  "rust-tests 480 - cargo test-ext"
+  "cli 180 - cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli && cargo test -p oplite-wasm"
+  "node-sdk 420 OPLITE_SKIP_NODE bash scripts/test-node.sh"
+  "fuzz 600 OPLITE_SKIP_FUZZ bash scripts/fuzz.sh \${OPLITE_FUZZ_SECONDS:-20} && drop target/fuzz-build"
+  "memcheck 120 OPLITE_SKIP_MEMCHECK phase_wait packages && bash scripts/memcheck.sh"
+  "standalone 180 - bash scripts/check-standalone.sh && drop target/standalone"
 )
 web=(
   "packages 300 - bash scripts/install-packages.sh"
-  "wasm-build 360 OPLITE_SKIP_WASM bash scripts/build-wasm.sh oplite --no-default-features --features static &&
+  "wasm-build 1100 OPLITE_SKIP_WASM bash scripts/build-wasm.sh oplite --no-default-features --features static &&
      bash scripts/build-wasm-package.sh"
-  "web-tests 300 OPLITE_SKIP_WASM phase_wait build && bash scripts/test-wasm.sh"
-  "web-sdk 300 OPLITE_SKIP_WEB_SDK phase_wait build && bash scripts/test-web-sdk.sh"
+  "web-tests 180 OPLITE_SKIP_WASM phase_wait build && bash scripts/test-wasm.sh"
+  "web-sdk 240 OPLITE_SKIP_WEB_SDK phase_wait build && bash scripts/test-web-sdk.sh"
 )
 [[ -z ${OPLITE_SKIP_WASM:-} ]] || export OPLITE_SKIP_WEB_SDK=1
 cross=(
-  "mobile 900 OPLITE_SKIP_MOBILE phase_wait packages && bash scripts/build-mobile.sh"
-  "arm64 720 OPLITE_SKIP_ARM64 phase_wait packages && bash scripts/test-arm64.sh && drop target/arm64"
+  "mobile 1800 OPLITE_SKIP_MOBILE phase_wait packages && bash scripts/build-mobile.sh"
+  "arm64 600 OPLITE_SKIP_ARM64 phase_wait packages && bash scripts/test-arm64.sh && drop target/arm64"
 )
 export -f phase_wait
 
