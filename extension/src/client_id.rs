@@ -47,7 +47,7 @@ pub fn powersync_init(db: &Connection) -> Result<()> {
     if has_id || db.is_readonly(rusqlite::MAIN_DB).context("checking for a read-only database")? {
         return Ok(());
     }
-    kv::set_text(db, kv::CLIENT_ID, &random_uuid())
+    kv::set(db, kv::CLIENT_ID, &random_uuid())
 }
 
 /// The client id stored in ps_kv by `powersync_init()`.

@@ -4,7 +4,7 @@
 //! version 4), oplite's own state. Keeping the names and accessors here
 //! means no module imports a key from the one that happens to use it most.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, ToSql};
 
 use crate::error::{Result, SqliteResultExt};
 
@@ -23,7 +23,7 @@ pub const LAST_APPLIED: &str = "last_applied_checkpoint_request_id";
 pub const LAST_REQUESTED: &str = "last_requested_checkpoint_request_id";
 
 /// `ps_oplite_kv`: `<token>/<calls>` of the sync iteration allowed to write
-/// sync state (why: `sync/client.rs`, `OwnedIteration`).
+/// sync state (why: `OWNER_KEY` in `sync/client.rs`).
 pub const SYNC_ITERATION: &str = "sync_iteration";
 
 /// Reads a `ps_kv` value as an integer.
@@ -40,15 +40,8 @@ pub fn text(db: &Connection, key: &str) -> Result<Option<String>> {
         .context("reading ps_kv")
 }
 
-/// Writes a `ps_kv` text value.
-pub fn set_text(db: &Connection, key: &str, value: &str) -> Result<()> {
-    db.execute("INSERT OR REPLACE INTO ps_kv(key, value) VALUES (?1, ?2)", params![key, value])
-        .context("writing ps_kv")?;
-    Ok(())
-}
-
-/// Writes a `ps_kv` integer.
-pub fn set_int(db: &Connection, key: &str, value: i64) -> Result<()> {
+/// Writes a `ps_kv` value (text or integer, stored as given).
+pub fn set(db: &Connection, key: &str, value: impl ToSql) -> Result<()> {
     db.execute("INSERT OR REPLACE INTO ps_kv(key, value) VALUES (?1, ?2)", params![key, value])
         .context("writing ps_kv")?;
     Ok(())

@@ -674,7 +674,7 @@ impl Iteration {
         // When the checkpoint is applied, storage::mark_applied records it with the
         // rest of the bucket bookkeeping.
         if let Some(wc) = checkpoint.write_checkpoint {
-            kv::set_int(db, kv::LAST_SEEN, wc)?;
+            kv::set(db, kv::LAST_SEEN, wc)?;
         }
         if !Self::local_data_allows(db)? {
             let names: Vec<&str> = checkpoint.buckets.iter().map(|b| &*b.bucket).collect();
@@ -718,7 +718,7 @@ impl Iteration {
         }
         let mut completed = CompletedSync::default();
         if let Some(wc) = checkpoint.write_checkpoint {
-            kv::set_int(db, kv::LAST_APPLIED, wc)?;
+            kv::set(db, kv::LAST_APPLIED, wc)?;
             out.push(Instruction::log(Severity::Debug, format!("Applied checkpoint request id {wc}")));
             completed.applied_checkpoint_request_id = Some(wc.to_string());
         }

@@ -54,7 +54,7 @@ impl CheckpointRequest {
 pub fn seed(db: &Connection, payload: Payload<'_>) -> Result<i64> {
     let id = payload
         .request_id("checkpoint request id", "checkpoint request id must be an integer or integer string")?;
-    kv::set_int(db, kv::LAST_REQUESTED, id)?;
+    kv::set(db, kv::LAST_REQUESTED, id)?;
     Ok(id)
 }
 
@@ -89,7 +89,7 @@ pub fn probe_target(db: &Connection, payload: Payload<'_>) -> Result<Option<i64>
     )? {
         None => {}
         Some(0) => kv::delete(db, kv::TARGET)?,
-        Some(target) => kv::set_int(db, kv::TARGET, target)?,
+        Some(target) => kv::set(db, kv::TARGET, target)?,
     }
     Ok(previous)
 }
