@@ -132,6 +132,8 @@ fn dump_query(db: &Connection, table: &str) -> String {
     match table {
         // client_id is fixed by the session.
         "ps_kv" => format!("SELECT * FROM ps_kv WHERE key != 'client_id' ORDER BY {order}"),
+        // The sync iteration's token is random: its call count is compared.
+        "ps_oplite_kv" => "SELECT key, substr(value, instr(value, '/') + 1) FROM ps_oplite_kv ORDER BY 1".to_owned(),
         "ps_sync_state" => "SELECT priority FROM ps_sync_state ORDER BY 1".to_owned(),
         "ps_stream_subscriptions" => format!("SELECT * FROM {table} ORDER BY {order}"),
         _ => format!("SELECT * FROM {table} ORDER BY {order}"),
