@@ -28,7 +28,10 @@ const RAW_LISTS_DDL = 'CREATE TABLE lists (id TEXT NOT NULL PRIMARY KEY, name TE
 /** The scenario's SDK schema, built with the SDK's own classes. */
 export function dropInSchema({ Schema, Table, column }, raw) {
   const todos = new Table({ list_id: column.text, description: column.text, done: column.integer }, { indexes: { list: ['list_id'] } });
-  const schema = raw ? new Schema({ todos }) : new Schema({ lists: new Table({ name: column.text, created_at: column.text }), todos });
+  // The app's own drafts: a local-only table, never uploaded, which
+  // disconnectAndClear() empties and disconnectAndClear({ clearLocal: false }) keeps.
+  const drafts = new Table({ body: column.text }, { localOnly: true });
+  const schema = raw ? new Schema({ todos, drafts }) : new Schema({ lists: new Table({ name: column.text, created_at: column.text }), todos, drafts });
   if (raw) {
     schema.withRawTables({
       lists: {
@@ -67,15 +70,16 @@ export async function runDropIn({ sdk, openDatabase, core, url, mode: MODE, raw:
     prefix: `PowerSync ${core} ${MODE}`,
     minLevel: debug ? LogLevels.trace : LogLevels.warn,
   });
-  // The planned drop of step 1 makes the SDK log one 'Sync error' with a long
-  // stack trace: that one is printed as a single line. Anything else, and a
+  // The planned drop of step 1 and the bad line of step 2b each make the SDK
+  // log one 'Sync error' with a long stack trace: those are printed as a
+  // single line. Anything else, and a
   // second sync error, is printed in full by the console logger.
   let expectedSyncErrors = 0;
   const logger = {
     log(record) {
       if (expectedSyncErrors > 0 && record.message === 'Sync error' && record.error) {
         expectedSyncErrors--;
-        log(`expected: the stream the service dropped failed in the SDK (${record.error.message ?? record.error}); rejected as planned, reconnecting`);
+        log(`expected: a planned fault of the service failed the stream in the SDK (${record.error.message ?? record.error}); reconnecting`);
         return;
       }
       if (record.error || record.level >= LogLevels.error) {
@@ -333,6 +337,13 @@ export async function runDropIn({ sdk, openDatabase, core, url, mode: MODE, raw:
     log(`requestCheckpoint() applied in ${timings.requestCheckpointMs} ms; ${rows.length} uploaded rows are the service's versions`);
   }
 
+  // 2b. A malformed checkpoint line (last_op_id "invalid line"): the core's
+  // iteration fails, the SDK reports the download error and reconnects. In
+  // requests mode the wait of a checkpoint requested before the bad line
+  // rejects with the sync error, and succeeds once the SDK has reconnected.
+  expectedSyncErrors = 1;
+  const badLine = await malformedCheckpoint({ db, dev, mode: MODE, waitFor, withTimeout, state, log });
+
   // 3. Token expiry: the service ends the stream with token_expires_in 0; the
   // SDK fetches new credentials and reconnects.
   state.step = 'refreshing the expired token';
@@ -401,20 +412,28 @@ export async function runDropIn({ sdk, openDatabase, core, url, mode: MODE, raw:
     };
   }
 
-  // 4. disconnectAndClear: every synced and local row is gone.
+  // 4. Sign-out: disconnectAndClear({ clearLocal: false }) empties the synced
+  // tables and keeps the local-only drafts; disconnectAndClear() empties all.
   state.step = 'disconnectAndClear';
-  mark = performance.now();
   abortWatch.abort();
-  await db.disconnectAndClear();
-  timings.disconnectAndClearMs = Math.round(performance.now() - mark);
-  const afterClear = {
+  await db.writeTransaction(async (tx) => {
+    for (let i = 0; i < 3; i++) await tx.execute('INSERT INTO drafts (id, body) VALUES (?, ?)', [`draft${i}`, `draft ${i}`]);
+  });
+  const counts = async () => ({
     lists: (await db.get('SELECT count(*) AS n FROM lists')).n,
     todos: (await db.get('SELECT count(*) AS n FROM todos')).n,
+    drafts: (await db.get('SELECT count(*) AS n FROM drafts')).n,
     ps_oplog: (await db.get('SELECT count(*) AS n FROM ps_oplog')).n,
     ps_crud: (await db.get('SELECT count(*) AS n FROM ps_crud')).n,
     ps_buckets: (await db.get('SELECT count(*) AS n FROM ps_buckets')).n,
     hasSynced: db.currentStatus.hasSynced ?? false,
-  };
+  });
+  await db.disconnectAndClear({ clearLocal: false });
+  const afterClearKeepingLocal = await counts();
+  mark = performance.now();
+  await db.disconnectAndClear();
+  timings.disconnectAndClearMs = Math.round(performance.now() - mark);
+  const afterClear = await counts();
   await db.close();
   // Without the pause above, which is up to a second of waiting for the clock.
   timings.totalMs = elapsed() - pause;
@@ -432,6 +451,8 @@ export async function runDropIn({ sdk, openDatabase, core, url, mode: MODE, raw:
     digests,
     sample,
     afterClear,
+    afterClearKeepingLocal,
+    badLine,
     transitions: transitions.map((t) => JSON.parse(t)),
     progress: { first: progress[0], last: progress.at(-1), maxTotal: Math.max(0, ...progress.map((p) => p[1])) },
     credentialFetches,
@@ -444,5 +465,56 @@ export async function runDropIn({ sdk, openDatabase, core, url, mode: MODE, raw:
     checkpointRequest,
     afterFirstSync: firstSyncExtra,
   };
+  return result;
+}
+
+// Step 2b: plans a checkpoint line the core must refuse and makes the open
+// stream send it, then waits for the SDK to reconnect and sync again.
+// Returns what compare.mjs compares: the statuses from the plan to the
+// first one that carries the download error, whether the error was shown
+// and cleared again, and (requests mode) how the waits of a checkpoint
+// request ended. The error's own text is the core's and not compared.
+async function malformedCheckpoint({ db, dev, mode, waitFor, withTimeout, state, log }) {
+  state.step = 'a malformed checkpoint line';
+  const statuses = [];
+  let errored = false;
+  const stopListening = db.registerListener({
+    statusChanged(status) {
+      if (errored) return;
+      const downloadError = status.dataFlowStatus.downloadError;
+      statuses.push({ connected: status.connected, connecting: status.connecting, downloadError: downloadError != null });
+      if (downloadError != null) errored = true;
+    },
+  });
+  const result = { statuses, sawError: false, waits: null, recovered: false };
+  let errorText = null;
+  try {
+    if (mode === 'requests') {
+      // The request's checkpoint is the change the bad line comes before.
+      await dev('POST', '/dev/bad-next-checkpoint');
+      const request = await withTimeout('db.requestCheckpoint()', db.requestCheckpoint());
+      const outcome = (promise) => promise.then(() => ({ resolved: true }), (e) => {
+        errorText ??= String(e.cause?.message ?? e.cause ?? e.message);
+        return { rejected: e.message, withCause: e.cause != null };
+      });
+      const first = await outcome(withTimeout('CheckpointRequest.waitForSync()', request.waitForSync()));
+      await waitFor('the SDK to reconnect after the bad line', () => db.currentStatus.connected && db.currentStatus.dataFlowStatus.downloadError == null);
+      const again = await outcome(withTimeout('CheckpointRequest.waitForSync() after the reconnect', request.waitForSync()));
+      result.waits = { first, again, hasSynced: request.hasSynced };
+    } else {
+      await dev('POST', '/dev/bad-next-checkpoint?now=1');
+    }
+    await waitFor('the download error of the bad line in the status', () => errored);
+    errorText ??= String(db.currentStatus.dataFlowStatus.downloadError?.message ?? 'cleared already');
+    result.sawError = true;
+    await waitFor('the SDK to sync again after the bad line', () => {
+      const s = db.currentStatus;
+      return s.connected && s.dataFlowStatus.downloadError == null && !s.dataFlowStatus.downloading;
+    });
+    result.recovered = true;
+  } finally {
+    stopListening();
+  }
+  log(`the bad checkpoint line: ${errorText}; ${statuses.length} statuses until the error, recovered`);
   return result;
 }

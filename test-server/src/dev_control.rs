@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `POST /dev/drop-next-stream?after=N` | as [`TestService::drop_next_stream_after`](super::TestService::drop_next_stream_after) |
 //! | `POST /dev/expire-token?token=T` | as [`TestService::expire_token`](super::TestService::expire_token) |
+//! | `POST /dev/bad-next-checkpoint[?now=1]` | as [`TestService::bad_next_checkpoint`](super::TestService::bad_next_checkpoint) |
 //! | `GET /dev/log` | `{"uploads": [batch, ...], "streams": [{"buckets": [...], "parameters": {...}}, ...], "stats": {...}}`: every upload batch as received, the `buckets` (name, `after`) and `parameters` of every sync stream request, and the counters |
 //!
 //! Like `/dev/token` they need no token: the service binds to loopback
@@ -13,7 +14,7 @@
 
 use serde_json::{json, Value};
 
-use super::{json_response, error_body, query_param, Fault, Shared};
+use super::{error_body, json_response, query_param, Fault, Shared};
 
 /// Answers `request` if its path is one of the endpoints above; gives it
 /// back otherwise.
@@ -37,6 +38,11 @@ pub(super) fn handle(shared: &Shared, request: tiny_http::Request) -> Option<tin
             }
             None => json_response(400, &error_body(400, "PSYNC_R0001", "token=T is required")),
         },
+        (tiny_http::Method::Post, "/dev/bad-next-checkpoint") => {
+            let now = query_param(&url, "now").is_some_and(|v| v == "1");
+            super::bad_next_checkpoint(shared, now);
+            json_response(200, &json!({"bad_checkpoint": if now { "now" } else { "next" }}))
+        }
         (tiny_http::Method::Get, "/dev/log") => {
             let state = shared.lock();
             let s = &state.stats;
@@ -87,6 +93,8 @@ mod tests {
         let service = TestService::start(ServiceOptions::new(Dataset::Buckets(crate::two_tables::buckets(200)))).unwrap();
         assert_eq!(request(&service, "POST /dev/drop-next-stream?after=2", "").0, 200);
         assert_eq!(request(&service, "POST /dev/drop-next-stream", "").0, 400);
+        assert_eq!(request(&service, "POST /dev/bad-next-checkpoint", "").0, 200);
+        assert_eq!(service.shared.lock().bad_checkpoints, 1);
         let batch = r#"{"batch":[{"op":"PUT","type":"todos","id":"new1","data":{"description":"x"}}]}"#;
         assert_eq!(request(&service, "POST /upload", batch).0, 200);
         let token = service.issue_token(std::time::Duration::from_secs(60));

@@ -11,6 +11,14 @@ pub(crate) fn expire_token(shared: &Shared, token: &str) {
     shared.bump(state);
 }
 
+pub(crate) fn bad_next_checkpoint(shared: &Shared, now: bool) {
+    let mut state = shared.lock();
+    state.bad_checkpoints += 1;
+    if now {
+        shared.bump(state);
+    }
+}
+
 pub(crate) fn header<'a>(request: &'a tiny_http::Request, name: &str) -> Option<&'a str> {
     request.headers().iter().find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name)).map(|h| h.value.as_str())
 }

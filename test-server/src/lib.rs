@@ -44,7 +44,9 @@
 //! the client's read fails as on a reset connection). [`TestService::expire_token`] makes open
 //! streams of that token send `{"token_expires_in": 0}` and close, and new
 //! requests with it get 401 `PSYNC_S2103`. [`TestService::corrupt_next_stream_after`]
-//! slips an invalid line into the next stream.
+//! slips an invalid line into the next stream. [`TestService::bad_next_checkpoint`]
+//! makes the next checkpoint an open stream sends follow a checkpoint whose
+//! `last_op_id` is not a number, as a sync error the client must report.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{self, Write};
@@ -252,6 +254,15 @@ impl TestService {
     /// then carries on.
     pub fn corrupt_next_stream_after(&self, lines: usize) {
         self.shared.lock().fault_plans.push_back(Fault::Garbage(lines));
+    }
+
+    /// The next change an open stream sends a checkpoint for is preceded
+    /// by `{"checkpoint": {"last_op_id": "invalid line", ...}}`, a line a
+    /// client must refuse (the core's iteration fails, and the SDK reports
+    /// it as a download error and reconnects). With `now`, open streams
+    /// send it at once, without waiting for a change.
+    pub fn bad_next_checkpoint(&self, now: bool) {
+        bad_next_checkpoint(&self.shared, now);
     }
 
     /// Writes a row on the service (as another client's upload would) and
@@ -524,6 +535,16 @@ mod http_tests {
         assert_eq!((stats.checkpoint_requests, stats.write_checkpoints, stats.invalid_requests, stats.unauthorized), (3, 1, 1, 1));
     }
 
+    /// A sync stream of client `c1` with no buckets, to read line by line.
+    fn open_stream(service: &TestService) -> std::io::BufReader<impl std::io::Read> {
+        let response = ureq::post(format!("{}/sync/stream", service.url()))
+            .header("Authorization", "Token dev")
+            .header("Content-Type", "application/json")
+            .send(r#"{"buckets":[],"client_id":"c1","parameters":{}}"#)
+            .unwrap();
+        std::io::BufReader::new(response.into_body().into_reader())
+    }
+
     #[test]
     fn a_stream_reports_the_requested_id_as_its_write_checkpoint() {
         use std::io::BufRead;
@@ -533,12 +554,7 @@ mod http_tests {
         let post = |id: &str| post_checkpoint_request(&service, Some("Token dev"), &format!(r#"{{"client_id": "c1", "checkpoint_request_id": "{id}"}}"#)).1;
         // The connection's probe: 1 when the client has nothing.
         assert_eq!(post("1")["data"]["write_checkpoint"], "1");
-        let response = ureq::post(format!("{}/sync/stream", service.url()))
-            .header("Authorization", "Token dev")
-            .header("Content-Type", "application/json")
-            .send(r#"{"buckets":[],"client_id":"c1","parameters":{}}"#)
-            .unwrap();
-        let mut reader = std::io::BufReader::new(response.into_body().into_reader());
+        let mut reader = open_stream(&service);
         let mut next = || {
             let mut line = String::new();
             reader.read_line(&mut line).unwrap();
@@ -571,6 +587,38 @@ mod http_tests {
         std::thread::sleep(Duration::from_millis(500));
         post("10");
         assert_eq!(next_checkpoint(), ("checkpoint_diff".into(), json!("10"), json!("0")));
+    }
+
+    #[test]
+    fn a_bad_checkpoint_comes_before_the_next_change_or_at_once() {
+        use std::io::BufRead;
+        let mut options = ServiceOptions::new(Dataset::Buckets(Vec::new()));
+        options.keepalive = Duration::from_millis(200);
+        let service = TestService::start(options).unwrap();
+        let post = |id: &str| post_checkpoint_request(&service, Some("Token dev"), &format!(r#"{{"client_id": "c1", "checkpoint_request_id": "{id}"}}"#));
+        let mut reader = open_stream(&service);
+        // The next line other than a keep-alive: its kind and last_op_id.
+        let mut next = || loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let line: Value = serde_json::from_str(&line).unwrap();
+            let (kind, body) = line.as_object().unwrap().iter().next().map(|(k, v)| (k.clone(), v.clone())).unwrap();
+            if kind != "token_expires_in" {
+                return (kind, body["last_op_id"].clone());
+            }
+        };
+        assert_eq!(next().0, "checkpoint");
+        assert_eq!(next().0, "checkpoint_complete");
+        // At once: the bad line, and nothing else changed.
+        service.bad_next_checkpoint(true);
+        assert_eq!(next(), ("checkpoint".into(), json!("invalid line")));
+        // Planned: nothing until a change, then the bad line and the change.
+        service.bad_next_checkpoint(false);
+        std::thread::sleep(Duration::from_millis(300));
+        post("5");
+        assert_eq!(next(), ("checkpoint".into(), json!("invalid line")));
+        assert_eq!(next(), ("checkpoint_diff".into(), json!("0")));
+        assert_eq!(service.shared.lock().bad_checkpoints, 0);
     }
 
     #[test]

@@ -56,6 +56,10 @@ pub(crate) struct State {
     /// Bumped on every change streams must see.
     pub(crate) version: u64,
     pub(crate) fault_plans: VecDeque<Fault>,
+    /// How many of the next live checkpoints, one per open stream that
+    /// sends one, are preceded by a checkpoint line that is not valid
+    /// ([`TestService::bad_next_checkpoint`](crate::TestService::bad_next_checkpoint)).
+    pub(crate) bad_checkpoints: usize,
     pub(crate) stats: Stats,
     pub(crate) ops_per_line: usize,
     /// Upload request bodies as received (`GET /dev/log`).
@@ -75,6 +79,7 @@ impl State {
             keys: auth::Keys::new(options),
             version: 0,
             fault_plans: VecDeque::new(),
+            bad_checkpoints: 0,
             stats: Stats::default(),
             ops_per_line: options.ops_per_line.max(1),
             upload_log: Vec::new(),

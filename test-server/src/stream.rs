@@ -249,6 +249,13 @@ pub(crate) fn stream_lines(
             continue;
         }
         version = state.version;
+        if state.bad_checkpoints > 0 {
+            state.bad_checkpoints -= 1;
+            let bad = json!({"checkpoint": {"last_op_id": "invalid line", "write_checkpoint": null, "buckets": []}});
+            drop(state);
+            send!(out.send_value(&bad));
+            state = shared.lock();
+        }
         // What changed since the last checkpoint sent on this stream.
         let entries = state.entries();
         let wc = state.write_checkpoints.get(&client_id).copied();
