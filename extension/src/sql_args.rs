@@ -47,6 +47,15 @@ pub(crate) fn text_arg<'a>(args: &[ValueRef<'a>], index: usize, function: &'stat
     }
 }
 
+/// Argument `index` as text, which it must be (NULL is an error too).
+pub(crate) fn required_text<'a>(args: &[ValueRef<'a>], index: usize, function: &'static str) -> Result<&'a str> {
+    text_arg(args, index, function)?.ok_or_else(|| OpliteError::InvalidArgument {
+        function,
+        message: format!("argument {} must be text, got NULL", index + 1),
+        type_mismatch: true,
+    })
+}
+
 /// Argument `index` as an integer; NULL is `None`, other types are an error.
 pub(crate) fn int_arg(args: &[ValueRef<'_>], index: usize, function: &'static str) -> Result<Option<i64>> {
     match args.get(index) {

@@ -429,6 +429,15 @@ pub fn random_bytes(buf: &mut [u8]) {
     unsafe { ffi::sqlite3_randomness(buf.len() as c_int, buf.as_mut_ptr().cast::<c_void>()) }
 }
 
+/// The connection's `SQLITE_LIMIT_COLUMN`: the most columns a table,
+/// index or result may have.
+pub fn column_limit(db: &rusqlite::Connection) -> usize {
+    // SAFETY: `db.handle()` is a live connection; a negative value only
+    // reads the limit.
+    let limit = unsafe { ffi::sqlite3_limit(db.handle(), ffi::SQLITE_LIMIT_COLUMN, -1) };
+    usize::try_from(limit).unwrap_or(0)
+}
+
 /// The SQLite library version number of the running SQLite, e.g. 3045003.
 pub fn sqlite_version_number() -> c_int {
     // SAFETY: no arguments, no state.

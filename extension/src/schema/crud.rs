@@ -38,7 +38,7 @@ use rusqlite::Connection;
 use super::apply::in_sync_operation;
 use super::crud_json::{self, read_items};
 use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::sql_args::{int_coerced, text_coerced};
+use crate::sql_args::{self, int_coerced, text_coerced};
 use crate::sqlite::{register_function, register_write_only_table, Purity, WriteOnlyTable};
 
 /// SQL: the tx_id the next transaction gets.
@@ -287,24 +287,6 @@ fn bad(message: &str) -> OpliteError {
     OpliteError::InvalidArgument { function: "powersync_crud", message: message.to_owned(), type_mismatch: false }
 }
 
-fn arg_text<'a>(args: &[ValueRef<'a>], i: usize, function: &'static str) -> Result<&'a str> {
-    match args.get(i) {
-        Some(ValueRef::Text(t)) => std::str::from_utf8(t).map_err(|_| OpliteError::Internal(format!("{function}: not UTF-8"))),
-        _ => Err(OpliteError::Internal(format!("{function}: argument {} must be text", i + 1))),
-    }
-}
-
-fn arg_opt_text<'a>(args: &[ValueRef<'a>], i: usize, function: &'static str) -> Result<Option<&'a str>> {
-    match args.get(i) {
-        None | Some(ValueRef::Null) => Ok(None),
-        _ => arg_text(args, i, function).map(Some),
-    }
-}
-
-fn arg_int(args: &[ValueRef<'_>], i: usize) -> i64 {
-    args.get(i).and_then(|v| v.as_i64().ok()).unwrap_or(0)
-}
-
 fn arg<'a>(args: &[ValueRef<'a>], i: usize) -> ValueRef<'a> {
     args.get(i).copied().unwrap_or(ValueRef::Null)
 }
@@ -313,8 +295,8 @@ fn arg<'a>(args: &[ValueRef<'a>], i: usize) -> ValueRef<'a> {
 /// PUT entry, and the row it marks (none for insert-only tables).
 fn put_from_args<'a>(args: &[ValueRef<'a>]) -> Result<(String, Option<(&'a str, ValueRef<'a>)>)> {
     let items = read_items(args.get(4..).unwrap_or(&[]), 1)?;
-    let row_type = arg_text(args, 0, "oplite_put_entry")?;
-    let flags = arg_int(args, 3);
+    let row_type = sql_args::required_text(args, 0, "oplite_put_entry")?;
+    let flags = sql_args::int64_coerced(args, 3);
     let entry = crud_json::put_entry(row_type, arg(args, 1), arg(args, 2), flags, &items)?;
     Ok((entry, (flags & crud_json::PUT_INSERT_ONLY == 0).then(|| (row_type, arg(args, 1)))))
 }
@@ -324,12 +306,12 @@ fn put_from_args<'a>(args: &[ValueRef<'a>]) -> Result<(String, Option<(&'a str, 
 fn patch_from_args<'a>(args: &[ValueRef<'a>]) -> Result<(String, Option<(&'a str, ValueRef<'a>)>)> {
     let f = "oplite_patch_entry";
     let items = read_items(args.get(6..).unwrap_or(&[]), 2)?;
-    let old_columns: Option<Vec<String>> = arg_opt_text(args, 5, f)?
+    let old_columns: Option<Vec<String>> = sql_args::text_arg(args, 5, f)?
         .map(|json| serde_json::from_str(json).map_err(|e| OpliteError::Internal(format!("{f}: {e}"))))
         .transpose()?;
-    let row_type = arg_text(args, 0, f)?;
+    let row_type = sql_args::required_text(args, 0, f)?;
     let entry =
-        crud_json::patch_entry(row_type, arg(args, 1), arg(args, 2), arg_int(args, 3), arg_opt_text(args, 4, f)?, old_columns.as_deref(), &items)?;
+        crud_json::patch_entry(row_type, arg(args, 1), arg(args, 2), sql_args::int64_coerced(args, 3), sql_args::text_arg(args, 4, f)?, old_columns.as_deref(), &items)?;
     Ok((entry, Some((row_type, arg(args, 1)))))
 }
 
@@ -337,8 +319,8 @@ fn patch_from_args<'a>(args: &[ValueRef<'a>]) -> Result<(String, Option<(&'a str
 /// and its row.
 fn delete_from_args<'a>(args: &[ValueRef<'a>]) -> Result<(String, Option<(&'a str, ValueRef<'a>)>)> {
     let f = "oplite_delete_entry";
-    let row_type = arg_text(args, 0, f)?;
-    let entry = crud_json::delete_entry(row_type, arg(args, 1), arg(args, 2), arg_opt_text(args, 3, f)?)?;
+    let row_type = sql_args::required_text(args, 0, f)?;
+    let entry = crud_json::delete_entry(row_type, arg(args, 1), arg(args, 2), sql_args::text_arg(args, 3, f)?)?;
     Ok((entry, Some((row_type, arg(args, 1)))))
 }
 
@@ -402,7 +384,7 @@ pub fn register(db: &Connection) -> Result<()> {
         -1,
         Purity::Deterministic,
         Box::new(|_, args| {
-            let arity = arg_int(args, 0).clamp(1, 2) as usize;
+            let arity = sql_args::int64_coerced(args, 0).clamp(1, 2) as usize;
             crud_json::encode_chunk(args.get(1..).unwrap_or(&[]), arity).map(Value::Blob)
         }),
     )?;
@@ -413,7 +395,7 @@ pub fn register(db: &Connection) -> Result<()> {
         -1,
         Purity::Deterministic,
         Box::new(|_, args| {
-            let objects: Vec<&str> = (0..args.len()).map(|i| arg_text(args, i, "oplite_json_merge")).collect::<Result<_>>()?;
+            let objects: Vec<&str> = (0..args.len()).map(|i| sql_args::required_text(args, i, "oplite_json_merge")).collect::<Result<_>>()?;
             Ok(Value::Text(crud_json::merge_objects(&objects)))
         }),
     )?;

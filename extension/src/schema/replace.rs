@@ -33,7 +33,7 @@ use crate::error::{OpliteError, Result, SqliteResultExt};
 /// Applies `json` as the app's schema.
 pub fn replace_schema(db: &Connection, json: &str) -> Result<()> {
     let mut schema = Schema::parse(json)?;
-    data_column::settle_layouts(&mut schema.tables, column_limit(db));
+    data_column::settle_layouts(&mut schema.tables, crate::sqlite::column_limit(db));
     with_savepoint(db, || {
         // As in the reference core, which the SDKs rely on: they call
         // powersync_replace_schema without powersync_init, on a new database
@@ -41,14 +41,6 @@ pub fn replace_schema(db: &Connection, json: &str) -> Result<()> {
         crate::client_id::powersync_init(db)?;
         apply(db, &schema)
     })
-}
-
-/// The connection's `SQLITE_LIMIT_COLUMN`.
-fn column_limit(db: &Connection) -> usize {
-    // SAFETY: `db.handle()` is a live connection; a negative value only
-    // reads the limit.
-    let limit = unsafe { rusqlite::ffi::sqlite3_limit(db.handle(), rusqlite::ffi::SQLITE_LIMIT_COLUMN, -1) };
-    usize::try_from(limit).unwrap_or(0)
 }
 
 /// Runs `body` in a savepoint, rolled back if it fails.
