@@ -32,6 +32,7 @@
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$SCRIPT_DIR/lib.sh"
 REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
 PROFILE="${OPLITE_MOBILE_PROFILE:-mobile}"
 TARGET_DIR="$REPO_ROOT/target/mobile"
@@ -107,13 +108,9 @@ for target in "${TARGETS[@]}"; do
     log "building $target (profile $PROFILE)"
     # `cargo rustc --crate-type staticlib` builds the static library alone:
     # the crate's cdylib type would need the platform's linker.
-    env \
-        PATH="/usr/bin:$PATH" \
-        RUSTC=/usr/bin/rustc \
-        RUSTDOC=/usr/bin/rustdoc \
-        RUSTC_BOOTSTRAP=1 \
+    debian_cargo \
         CARGO_TARGET_DIR="$TARGET_DIR" \
-        /usr/bin/cargo rustc \
+        -- rustc \
             --profile "$PROFILE" \
             -Zbuild-std=std,panic_unwind \
             --target "$target" \

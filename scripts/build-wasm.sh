@@ -20,6 +20,7 @@ PKG="$1"
 shift
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$SCRIPT_DIR/lib.sh"
 REPO_ROOT="${WASM_REPO_ROOT:-$(cd "$SCRIPT_DIR/.." && pwd)}"
 REPO_ROOT="$(cd "$REPO_ROOT" && pwd)"
 TARGET=wasm32-unknown-unknown
@@ -36,14 +37,10 @@ trap 'rm -f "$json"' EXIT
 
 start=$SECONDS
 # All settings are scoped to this one command; the caller's PATH is unchanged.
-env \
-    PATH="/usr/bin:$PATH" \
-    RUSTC=/usr/bin/rustc \
-    RUSTDOC=/usr/bin/rustdoc \
-    RUSTC_BOOTSTRAP=1 \
+debian_cargo \
     CARGO_TARGET_DIR="$TARGET_DIR" \
     CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$LINKER" \
-    /usr/bin/cargo build --release \
+    -- build --release \
         -Zbuild-std=std,panic_abort \
         --target "$TARGET" \
         -p "$PKG" \

@@ -32,3 +32,15 @@ ensure_chromium() {
   "$chromium" --version 2>/dev/null | head -n1 >&2
   echo "$chromium"
 }
+
+# Runs Debian's cargo with Debian's rustc-web rather than rustup's, nightly
+# features (-Zbuild-std) allowed; the settings before `--` are passed to it
+# as environment, the rest are cargo's arguments:
+#   debian_cargo CARGO_TARGET_DIR=target/wasm -- build --release ...
+debian_cargo() {
+  local settings=()
+  while [[ $# -gt 0 && $1 != -- ]]; do settings+=("$1"); shift; done
+  [[ ${1:-} == -- ]] && shift
+  env PATH="/usr/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 \
+    "${settings[@]}" /usr/bin/cargo "$@"
+}

@@ -32,6 +32,7 @@
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$SCRIPT_DIR/lib.sh"
 REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
 TARGET=aarch64-unknown-linux-gnu
 # Tests that load x86_64 libraries (the reference core, liboplite.so) or
@@ -66,11 +67,7 @@ start=$SECONDS
 # The runner is qemu with the cross sysroot as its library prefix; the
 # tests find their data through absolute paths compiled in
 # (CARGO_MANIFEST_DIR), which qemu-user sees unchanged.
-env \
-    PATH="/usr/bin:$PATH" \
-    RUSTC=/usr/bin/rustc \
-    RUSTDOC=/usr/bin/rustdoc \
-    RUSTC_BOOTSTRAP=1 \
+debian_cargo \
     CARGO_TARGET_DIR="$REPO_ROOT/target/arm64" \
     OPLITE_FUZZ_ITERS="${OPLITE_FUZZ_ITERS:-10000}" \
     CARGO_PROFILE_DEV_OPT_LEVEL=1 \
@@ -81,7 +78,7 @@ env \
     CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64-static -L /usr/aarch64-linux-gnu" \
     CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
     AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar \
-    /usr/bin/cargo test \
+    -- test \
         -Zbuild-std=std,panic_unwind \
         --target "$TARGET" \
         -p oplite --no-default-features --features bundled \
