@@ -8,9 +8,14 @@
 // oplite-wasm connections in a dedicated Worker (oplite-worker.js) and
 // forwards each statement to it. Write locks take turns on the writer; read
 // locks take turns on a read-only second connection that sees the last
-// committed state, so reads do not wait for writes (on 'memory', which has
-// no second connection, both share the writer's queue). A checkpoint is
-// applied in steps with reads between them (docs/web-sdk.md). Table changes
+// committed state. A read lock waits for the write locks asked for before
+// it, as on the SDK's own single connection (a read sees the writes an app
+// started before it), except while the running write lock is the sync
+// client's (a powersync_control call, which may apply a checkpoint in
+// steps): reads asked for then see the last committed state, without
+// waiting for it or for the write locks queued behind it (docs/web-sdk.md). A read statement that names a TEMP table or
+// view of the writer runs on the writer; on 'memory' (no second
+// connection) read locks run there. Table changes
 // come from oplite's powersync_update_hooks after each committed
 // transaction, the mechanism the SDK's own database uses. The SDK syncs in
 // the tab (TabLocalStreamingSyncImplementation): the adapter has no shared
@@ -56,6 +61,36 @@ function inThreadHost(receive) {
   };
 }
 
+// A pattern matching SQL that names one of `names` as a whole word; null
+// for none.
+function namePattern(names) {
+  if (names.length === 0) return null;
+  const escaped = names.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`(^|[^A-Za-z0-9_$])(${escaped.join('|')})($|[^A-Za-z0-9_$])`, 'i');
+}
+
+// The SDK's WebDBAdapterConfiguration for these options. The SDK reads
+// requiresPersistentTriggers (persistent diff tables for its trigger API)
+// in its constructor; @powersync/web 2.4.0 then calls its trigger
+// manager before that exists unless the adapter is its own, so it is
+// false here, and reads that name a TEMP table run on the writer
+// (docs/web-sdk.md).
+function configuration({ dbFilename, vfs, cacheSizeKb, inThread }) {
+  return {
+    dbFilename,
+    vfs,
+    cacheSizeKb,
+    useWebWorker: !inThread,
+    enableMultiTabs: false,
+    ssrMode: false,
+    disableSSRWarning: false,
+    temporaryStorage: 'memory',
+    encryptionKey: undefined,
+    additionalReaders: 0,
+    requiresPersistentTriggers: false,
+  };
+}
+
 class OpliteLockContext extends LockContext {
   #call;
   #read;
@@ -92,6 +127,14 @@ export class OpliteDBAdapter extends DBAdapter {
   #queue = Promise.resolve();
   #readQueue = Promise.resolve();
   #hasReader = false;
+  // Whether the running write lock is the sync client's (the host says so
+  // at its powersync_control call; forgotten when the lock ends).
+  #syncing = false;
+  // The writer's TEMP tables and views, as a pattern matching a statement
+  // that names one (the host reports them after each statement that may
+  // create or drop one); null while there are none.
+  #tempNames = null;
+  #configuration;
   #closed = null;
 
   /**
@@ -113,6 +156,7 @@ export class OpliteDBAdapter extends DBAdapter {
       throw new TypeError("OpliteDBAdapter: 'opfs' needs a dedicated Worker (OPFS access handles exist only there); use vfs 'idb' without one");
     }
     this.#name = dbFilename;
+    this.#configuration = configuration({ dbFilename, vfs, cacheSizeKb, inThread });
     if (inThread) this.#worker = inThreadHost((message) => this.#receive(message));
     else if (typeof worker === 'function') this.#worker = worker();
     else this.#worker = new Worker(worker ?? new URL('./oplite-worker.js', import.meta.url), { type: 'module', name: `oplite ${dbFilename}` });
@@ -142,6 +186,10 @@ export class OpliteDBAdapter extends DBAdapter {
       this.iterateListeners((l) => l.tablesUpdated?.({ tables: data.tables }));
       return;
     }
+    if (data.event === 'syncing') {
+      this.#syncing = true;
+      return;
+    }
     const call = this.#pending.get(data.id);
     if (call == null) return;
     this.#pending.delete(data.id);
@@ -154,18 +202,40 @@ export class OpliteDBAdapter extends DBAdapter {
     this.#pending.clear();
   }
 
+  // A call of a lock context: notes what the host says of TEMP objects.
+  async #contextCall(method, args) {
+    // A read that names a TEMP table or view of the writer runs there, in
+    // a turn of its own on the writer's queue.
+    if (method === 'readRaw' && this.#tempNames?.test(args[0])) {
+      return this.#exclusive(() => this.#contextCall('executeRaw', args));
+    }
+    const result = await this.#call(method, args);
+    if (Array.isArray(result?.tempNames)) this.#tempNames = namePattern(result.tempNames);
+    return result;
+  }
+
   // Runs fn after everything queued before it on the writer (or, with
-  // read, on the reader). With timeoutMs, gives up waiting (the queue
-  // still runs in order behind the abandoned slot).
+  // read, on the reader, once the write locks asked for before it are
+  // released; see the top of this file). With timeoutMs, gives up waiting
+  // (the queue still runs in order behind the abandoned slot).
   async #exclusive(fn, options, read = false) {
     if (this.#closed) throw new Error(`database ${JSON.stringify(this.#name)} is closed`);
     await this.#ready;
     const onReader = read && this.#hasReader;
-    const before = onReader ? this.#readQueue : this.#queue;
+    let before;
+    if (onReader) {
+      before = this.#syncing ? this.#readQueue : Promise.all([this.#readQueue, this.#queue]);
+    } else {
+      before = this.#queue;
+    }
     let release;
     const slot = new Promise((resolve) => { release = resolve; });
-    if (onReader) this.#readQueue = slot;
-    else this.#queue = slot;
+    if (onReader) {
+      this.#readQueue = slot;
+    } else {
+      this.#queue = slot;
+      slot.then(() => { this.#syncing = false; });
+    }
     const timeoutMs = options?.timeoutMs;
     if (timeoutMs != null) {
       let timer;
@@ -184,7 +254,7 @@ export class OpliteDBAdapter extends DBAdapter {
       await before;
     }
     try {
-      return await fn(new OpliteLockContext((method, args) => this.#call(method, args), onReader));
+      return await fn(new OpliteLockContext((method, args) => this.#contextCall(method, args), onReader));
     } finally {
       release();
     }
@@ -200,6 +270,11 @@ export class OpliteDBAdapter extends DBAdapter {
 
   // A schema change is seen by the next statement on either connection.
   async refreshSchema() {}
+
+  /** What the SDK asks of a web database (WebDBAdapter.getConfiguration). */
+  getConfiguration() {
+    return this.#configuration;
+  }
 
   /** Resolves when every committed transaction is durable ('idb': stored in IndexedDB). */
   flush() {

@@ -13,8 +13,11 @@
 // (wasm/src/snapshot.rs). Every FLUSH_EVERY_MS of steps the writer writes
 // and syncs what it changed, so its COMMIT is short.
 //
-// Messages: {id, method, args} -> {id, result} or {id, error}; and, after
-// each committed write transaction, {event: 'tables', tables}.
+// Messages: {id, method, args} -> {id, result} or {id, error}; after each
+// committed write transaction, {event: 'tables', tables}; when the SDK's
+// sync client calls powersync_control, {event: 'syncing'}. A write's result carries
+// tempNames (the writer's TEMP tables and views) after a statement that
+// may have created or dropped one.
 import { open } from './oplite.js';
 
 // The SDK's call (BucketStorageAdapter's rawPowerSyncControl).
@@ -23,6 +26,11 @@ const CONTROL = /^\s*SELECT\s+CAST\s*\(\s*powersync_control\s*\(\s*\?\s*,\s*\?\s
 // deferred BEGIN gives the same snapshot without asking for the writer's lock.
 const BEGIN_WRITE = /^\s*BEGIN\s+(IMMEDIATE|EXCLUSIVE)(\s+TRANSACTION)?\s*;?\s*$/i;
 const COMMIT = /^\s*(COMMIT|END)(\s+TRANSACTION)?\s*;?\s*$/i;
+const EXPLAIN = /^\s*EXPLAIN\b/i;
+// A statement that may create or drop a TEMP table or view (the writer's
+// own: the reader cannot see them, so the adapter sends the reads that
+// name one to the writer).
+const TEMP_DDL = /\b(TEMP|TEMPORARY)\b|^\s*DROP\b/i;
 // An apply step should take about this long; the first of an apply, or of
 // a stage of it, writes this many rows.
 const STEP_MS = 20;
@@ -87,6 +95,10 @@ export function createHost(post) {
     const prepared = await db.executeRaw('SELECT oplite_apply_prepare(?, ?)', [op, payload]);
     if (!prepared.rawRows[0][0]) return;
     lastApply = { start: Date.now(), end: null };
+    await writeSteps();
+  }
+
+  async function writeSteps() {
     let sinceFlushMs = 0;
     let lastStage = 1;
     for (;;) {
@@ -130,6 +142,10 @@ export function createHost(post) {
 
   async function read(sql, params) {
     if (BEGIN_WRITE.test(sql)) sql = 'BEGIN';
+    // An EXPLAIN never checks the schema cookie, so the reader would explain
+    // with the schema it last loaded: a read of sqlite_schema checks it,
+    // and reloads the schema if it changed.
+    if (EXPLAIN.test(sql)) await reader.executeRaw('SELECT 1 FROM sqlite_schema LIMIT 1', []);
     const started = performance.now();
     const result = await reader.executeRaw(sql, params);
     const took = performance.now() - started;
@@ -141,6 +157,9 @@ export function createHost(post) {
     const started = performance.now();
     const result = await opened().executeRaw(sql, params);
     if (COMMIT.test(sql)) longestCommitMs = Math.max(longestCommitMs, performance.now() - started);
+    if (TEMP_DDL.test(sql)) {
+      result.tempNames = (await db.executeRaw("SELECT name FROM temp.sqlite_schema WHERE type IN ('table', 'view')", [])).rawRows.map((r) => r[0]);
+    }
     return result;
   }
 
@@ -156,7 +175,12 @@ export function createHost(post) {
       return { reader: reader != null };
     },
     async executeRaw(sql, params) {
-      if (CONTROL.test(sql) && params?.length === 2) await applyInSteps(params[0], params[1]);
+      if (CONTROL.test(sql) && params?.length === 2) {
+        // Reads asked for from now on need not wait for this write lock
+        // (the adapter forgets this when the lock ends).
+        post({ event: 'syncing' });
+        await applyInSteps(params[0], params[1]);
+      }
       return write(sql, params);
     },
     // One statement, many parameter sets: one message instead of one per set.

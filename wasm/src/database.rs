@@ -136,6 +136,42 @@ fn no_busy_wait(conn: &Connection) -> Result<(), JsValue> {
     conn.busy_timeout(std::time::Duration::ZERO).map_err(|e| sqlite_error(&e))
 }
 
+/// A statement from the connection's cache, which keeps it for the next
+/// call unless it is an `EXPLAIN`: SQLite prepares a cached statement again
+/// when the schema changed, but an `EXPLAIN` never reads the schema cookie
+/// that would tell it, so its plan would stay the old one (the SDK's own
+/// database does not cache them either).
+struct Prepared<'c>(Option<rusqlite::CachedStatement<'c>>);
+
+
+fn prepare<'c>(conn: &'c Connection, sql: &str) -> Result<Prepared<'c>, JsValue> {
+    conn.prepare_cached(sql).map(|stmt| Prepared(Some(stmt))).map_err(|e| sqlite_error(&e))
+}
+
+impl Drop for Prepared<'_> {
+    /// Puts the statement back in the cache, or drops it if it is an `EXPLAIN`.
+    fn drop(&mut self) {
+        if let Some(stmt) = self.0.take() {
+            if stmt.is_explain() != 0 {
+                stmt.discard();
+            }
+        }
+    }
+}
+
+impl<'c> std::ops::Deref for Prepared<'c> {
+    type Target = rusqlite::Statement<'c>;
+    fn deref(&self) -> &Self::Target {
+        self.0.as_ref().expect("a statement until finish")
+    }
+}
+
+impl std::ops::DerefMut for Prepared<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.0.as_mut().expect("a statement until finish")
+    }
+}
+
 impl Database {
     fn conn(&self) -> Result<&Connection, JsValue> {
         self.conn.as_ref().ok_or_else(|| usage_error("the database is closed"))
@@ -148,7 +184,7 @@ impl Database {
         if params.is_null() || params.is_undefined() {
             return conn.execute_batch(sql).map_err(|e| sqlite_error(&e));
         }
-        let mut stmt = conn.prepare_cached(sql).map_err(|e| sqlite_error(&e))?;
+        let mut stmt = prepare(conn, sql)?;
         values::bind(&mut stmt, params).map_err(|e| usage_error(&e))?;
         let mut rows = stmt.raw_query();
         while rows.next().map_err(|e| sqlite_error(&e))?.is_some() {}
@@ -220,12 +256,15 @@ impl Database {
     /// column name.
     pub fn query(&self, sql: &str, params: JsValue) -> Result<Array, JsValue> {
         let conn = self.conn()?;
-        let mut stmt = conn.prepare_cached(sql).map_err(|e| sqlite_error(&e))?;
+        let mut stmt = prepare(conn, sql)?;
         values::bind(&mut stmt, &params).map_err(|e| usage_error(&e))?;
-        let names: Vec<JsValue> = stmt.column_names().into_iter().map(JsValue::from_str).collect();
         let out = Array::new();
+        let mut names: Option<Vec<JsValue>> = None;
         let mut rows = stmt.raw_query();
         while let Some(row) = rows.next().map_err(|e| sqlite_error(&e))? {
+            // After the first step: a statement SQLite prepared again for a
+            // changed schema has its new columns only from then on.
+            let names = names.get_or_insert_with(|| row.as_ref().column_names().into_iter().map(JsValue::from_str).collect());
             let object = Object::new();
             for (i, name) in names.iter().enumerate() {
                 let value = row.get_ref(i).map_err(|e| sqlite_error(&e))?;
@@ -244,16 +283,14 @@ impl Database {
     #[wasm_bindgen(js_name = executeRaw)]
     pub fn execute_raw(&self, sql: &str, params: JsValue) -> Result<JsValue, JsValue> {
         let conn = self.conn()?;
-        let mut stmt = conn.prepare_cached(sql).map_err(|e| sqlite_error(&e))?;
+        let mut stmt = prepare(conn, sql)?;
         values::bind(&mut stmt, &params).map_err(|e| usage_error(&e))?;
-        let names = Array::new();
-        for name in stmt.column_names() {
-            names.push(&JsValue::from_str(name));
-        }
-        let width = stmt.column_count();
         let rows = Array::new();
         let mut cursor = stmt.raw_query();
         while let Some(row) = cursor.next().map_err(|e| sqlite_error(&e))? {
+            // Read per row: the first step may have prepared the statement
+            // again for a changed schema, with other columns.
+            let width = row.as_ref().column_count();
             let values = Array::new_with_length(width as u32);
             for i in 0..width {
                 values.set(i as u32, values::to_js(row.get_ref(i).map_err(|e| sqlite_error(&e))?));
@@ -261,6 +298,11 @@ impl Database {
             rows.push(&values);
         }
         drop(cursor);
+        // The statement as it last ran, so the names are the ones of its rows.
+        let names = Array::new();
+        for name in stmt.column_names() {
+            names.push(&JsValue::from_str(name));
+        }
         let out = Object::new();
         set(&out, "columnNames", names.into());
         set(&out, "rawRows", rows.into());

@@ -12,6 +12,8 @@
 //!
 //! Parameters are an array (positional `?`, `?NNN`) or an object (named
 //! `:name`, `@name`, `$name`; the key is the name without its prefix).
+//! Parameters given no value are NULL, as in SQLite's own API and the SDK's
+//! database; array values past the statement's parameters are not bound.
 
 use js_sys::{Array, ArrayBuffer, Object, Reflect, Uint8Array};
 use rusqlite::types::{Value, ValueRef};
@@ -66,16 +68,12 @@ pub fn to_js(value: ValueRef<'_>) -> JsValue {
 pub fn bind(stmt: &mut Statement<'_>, params: &JsValue) -> Result<(), String> {
     let expected = stmt.parameter_count();
     if params.is_null() || params.is_undefined() {
-        if expected > 0 {
-            return Err(format!("the statement has {expected} parameters and none were given"));
-        }
         return Ok(());
     }
     if let Some(array) = params.dyn_ref::<Array>() {
-        let given = array.length() as usize;
-        if given != expected {
-            return Err(format!("the statement has {expected} parameters, {given} were given"));
-        }
+        // As SQLite's own API and the SDK's database: parameters not given
+        // stay NULL, values past the statement's parameters are not bound.
+        let given = (array.length() as usize).min(expected);
         for i in 0..given {
             let value = to_sql(&array.get(i as u32)).map_err(|e| format!("parameter {}: {e}", i + 1))?;
             stmt.raw_bind_parameter(i + 1, value).map_err(|e| e.to_string())?;
@@ -91,7 +89,7 @@ pub fn bind(stmt: &mut Statement<'_>, params: &JsValue) -> Result<(), String> {
             let key = JsValue::from_str(&name[1..]);
             let object: &Object = params.unchecked_ref();
             if !Reflect::has(object, &key).unwrap_or(false) {
-                return Err(format!("no value for parameter {name}"));
+                continue;
             }
             let value = Reflect::get(object, &key).map_err(|_| format!("cannot read parameter {name}"))?;
             let value = to_sql(&value).map_err(|e| format!("parameter {name}: {e}"))?;

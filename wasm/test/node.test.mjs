@@ -262,7 +262,10 @@ test('execute and query bind positional and named parameters and round-trip valu
   assert.equal(rows[1].i, 1);
   assert.equal(rows[1].t, 'named');
   assert.equal((await db.get('SELECT $x + 1 AS y', { x: 41 })).y, 42);
-  await assert.rejects(db.query('SELECT ?', []), /1 parameters, 0 were given/);
+  // Parameters given no value are NULL; values past them are not bound.
+  assert.deepEqual(await db.query('SELECT ? AS a, ? AS b', [1]), [{ a: 1, b: null }]);
+  assert.deepEqual(await db.query('SELECT ? AS a', [1, 2]), [{ a: 1 }]);
+  assert.deepEqual(await db.query('SELECT :x AS x, :y AS y', { x: 3 }), [{ x: 3, y: null }]);
   await assert.rejects(db.query('SELEC 1'), (e) => e.name === 'SqliteError' && e.code === 1);
   await assert.rejects(db.query('SELECT ?', [{}]), /cannot bind/);
   await db.close();
@@ -285,7 +288,24 @@ test('executeRaw returns rows as arrays in column order, repeated and numeric na
   await db.transaction((tx) => {
     assert.deepEqual(tx.executeRaw('SELECT count(*) AS n FROM t').rawRows, [[2]]);
   });
-  await assert.rejects(db.executeRaw('SELECT ?'), /1 parameters and none were given/);
+  assert.deepEqual((await db.executeRaw('SELECT ? AS x')).rawRows, [[null]]);
+  await db.close();
+});
+
+test('a cached statement follows a schema change; EXPLAIN shows the schema as it is', async () => {
+  const db = await fresh();
+  await db.execute('CREATE TABLE s(a)');
+  assert.deepEqual((await db.executeRaw('SELECT * FROM s')).columnNames, ['a']);
+  await db.execute('INSERT INTO s VALUES (1)');
+  await db.execute('ALTER TABLE s ADD COLUMN b');
+  // The same SQL again: SQLite prepares the cached statement anew, with or without rows.
+  assert.deepEqual(await db.query('SELECT * FROM s'), [{ a: 1, b: null }]);
+  assert.deepEqual((await db.executeRaw('SELECT * FROM s WHERE a = 2')).columnNames, ['a', 'b']);
+  const plan = async () => (await db.query('EXPLAIN QUERY PLAN SELECT * FROM s WHERE a = 1')).map((r) => r.detail).join();
+  await db.execute('CREATE INDEX s_a ON s(a)');
+  assert.match(await plan(), /s_a/);
+  await db.execute('DROP INDEX s_a');
+  assert.doesNotMatch(await plan(), /s_a/);
   await db.close();
 });
 
