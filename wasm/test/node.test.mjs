@@ -90,6 +90,8 @@ for (const file of sessionFiles) {
   test(`seeded session ${file} matches the native build`, async () => {
     const steps = fs.readFileSync(path.join(sessionsDir, file), 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
     const db = await fresh();
+    const seenActual = { status: null };
+    const seenExpected = { status: null };
     for (const [i, step] of steps.entries()) {
       if (step.tables) {
         for (const [table, { sql, rows }] of Object.entries(step.tables)) {
@@ -113,9 +115,25 @@ for (const file of sessionFiles) {
           actual = { error: e.code };
         }
       }
-      assert.deepEqual(actual, expect, `${file} step ${i + 1}: ${JSON.stringify(call).slice(0, 300)}`);
+      assert.deepEqual(withoutRepeatedStatus(actual, seenActual), withoutRepeatedStatus(expect, seenExpected),
+        `${file} step ${i + 1}: ${JSON.stringify(call).slice(0, 300)}`);
     }
     await db.close();
+  });
+}
+
+// Instructions without an UpdateSyncStatus equal to the last one seen
+// (`seen.status`), timestamps aside: the core sends a status only when it
+// changed, and a last_synced_at in seconds changes it or not depending on
+// whether the recording and the replay cross a second there.
+function withoutRepeatedStatus(value, seen) {
+  if (!Array.isArray(value)) return value;
+  return value.filter((item) => {
+    if (item?.UpdateSyncStatus == null) return true;
+    const key = JSON.stringify(normalise(item));
+    if (key === seen.status) return false;
+    seen.status = key;
+    return true;
   });
 }
 
