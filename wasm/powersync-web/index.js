@@ -13,11 +13,12 @@
 // started before it), except while the running write lock is the sync
 // client's (a powersync_control call, which may apply a checkpoint in
 // steps): reads asked for then see the last committed state, without
-// waiting for it or for the write locks queued behind it (docs/web-sdk.md). A read statement that names a TEMP table or
-// view of the writer runs on the writer; on 'memory' (no second
-// connection) read locks run there. Table changes
-// come from oplite's powersync_update_hooks after each committed
-// transaction, the mechanism the SDK's own database uses. The SDK syncs in
+// waiting for it or for the write locks queued behind it
+// (docs/web-sdk.md). A read statement that names a TEMP table or view of
+// the writer runs on the writer; on 'memory' (no second connection) read
+// locks run there. Table changes come from oplite's powersync_update_hooks
+// after each committed transaction, the mechanism the SDK's own database
+// uses. The SDK syncs in
 // the tab (TabLocalStreamingSyncImplementation): the adapter has no shared
 // worker.
 import { DBAdapter, LockContext, queryResultWithoutRows } from '@powersync/common';

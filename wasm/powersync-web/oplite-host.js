@@ -15,9 +15,9 @@
 //
 // Messages: {id, method, args} -> {id, result} or {id, error}; after each
 // committed write transaction, {event: 'tables', tables}; when the SDK's
-// sync client calls powersync_control, {event: 'syncing'}. A write's result carries
-// tempNames (the writer's TEMP tables and views) after a statement that
-// may have created or dropped one.
+// sync client calls powersync_control, {event: 'syncing'}. A write's
+// result carries tempNames (the writer's TEMP tables and views) after a
+// statement that may have created or dropped one.
 import { open } from './oplite.js';
 
 // The SDK's call (BucketStorageAdapter's rawPowerSyncControl).
@@ -26,7 +26,6 @@ const CONTROL = /^\s*SELECT\s+CAST\s*\(\s*powersync_control\s*\(\s*\?\s*,\s*\?\s
 // deferred BEGIN gives the same snapshot without asking for the writer's lock.
 const BEGIN_WRITE = /^\s*BEGIN\s+(IMMEDIATE|EXCLUSIVE)(\s+TRANSACTION)?\s*;?\s*$/i;
 const COMMIT = /^\s*(COMMIT|END)(\s+TRANSACTION)?\s*;?\s*$/i;
-const EXPLAIN = /^\s*EXPLAIN\b/i;
 // A statement that may create or drop a TEMP table or view (the writer's
 // own: the reader cannot see them, so the adapter sends the reads that
 // name one to the writer).
@@ -142,10 +141,6 @@ export function createHost(post) {
 
   async function read(sql, params) {
     if (BEGIN_WRITE.test(sql)) sql = 'BEGIN';
-    // An EXPLAIN never checks the schema cookie, so the reader would explain
-    // with the schema it last loaded: a read of sqlite_schema checks it,
-    // and reloads the schema if it changed.
-    if (EXPLAIN.test(sql)) await reader.executeRaw('SELECT 1 FROM sqlite_schema LIMIT 1', []);
     const started = performance.now();
     const result = await reader.executeRaw(sql, params);
     const took = performance.now() - started;

@@ -137,14 +137,23 @@ fn no_busy_wait(conn: &Connection) -> Result<(), JsValue> {
 }
 
 /// A statement from the connection's cache, which keeps it for the next
-/// call unless it is an `EXPLAIN`: SQLite prepares a cached statement again
-/// when the schema changed, but an `EXPLAIN` never reads the schema cookie
-/// that would tell it, so its plan would stay the old one (the SDK's own
-/// database does not cache them either).
+/// call unless it is an `EXPLAIN`. SQLite prepares a cached statement again
+/// when the schema changed, but an `EXPLAIN` never checks the schema cookie
+/// that would tell it: cached, its plan would stay the old one (the SDK's
+/// own database does not cache them either), and even a new one is
+/// prepared with the schema this connection last loaded, which another
+/// connection (the writer, for a reader) may have changed since.
 struct Prepared<'c>(Option<rusqlite::CachedStatement<'c>>);
 
-
 fn prepare<'c>(conn: &'c Connection, sql: &str) -> Result<Prepared<'c>, JsValue> {
+    let stmt = conn.prepare_cached(sql).map_err(|e| sqlite_error(&e))?;
+    if stmt.is_explain() == 0 {
+        return Ok(Prepared(Some(stmt)));
+    }
+    // A read of sqlite_schema checks the cookie and reloads a changed
+    // schema; the EXPLAIN is then prepared again against it.
+    stmt.discard();
+    conn.prepare("SELECT 1 FROM sqlite_schema LIMIT 1").and_then(|mut check| check.exists([])).map_err(|e| sqlite_error(&e))?;
     conn.prepare_cached(sql).map(|stmt| Prepared(Some(stmt))).map_err(|e| sqlite_error(&e))
 }
 
@@ -162,13 +171,13 @@ impl Drop for Prepared<'_> {
 impl<'c> std::ops::Deref for Prepared<'c> {
     type Target = rusqlite::Statement<'c>;
     fn deref(&self) -> &Self::Target {
-        self.0.as_ref().expect("a statement until finish")
+        self.0.as_ref().expect("a statement until dropped")
     }
 }
 
 impl std::ops::DerefMut for Prepared<'_> {
     fn deref_mut(&mut self) -> &mut Self::Target {
-        self.0.as_mut().expect("a statement until finish")
+        self.0.as_mut().expect("a statement until dropped")
     }
 }
 

@@ -9,6 +9,12 @@ pub(super) fn invalid_argument(message: String) -> OpliteError {
     OpliteError::InvalidArgument { function: "powersync_control", message, type_mismatch: false }
 }
 
+/// A payload of the wrong SQLite type: refused before the event reaches
+/// the iteration, which it therefore does not end (`client::ends_iteration`).
+fn wrong_type(message: String) -> OpliteError {
+    OpliteError::InvalidArgument { function: "powersync_control", message, type_mismatch: true }
+}
+
 /// The second argument of `powersync_control`.
 #[derive(Clone, Copy)]
 pub enum Payload<'a> {
@@ -28,11 +34,7 @@ impl<'a> Payload<'a> {
     pub(super) fn text(self, op: &str) -> Result<&'a str> {
         match self {
             Payload::Text(text) => Ok(text),
-            _ => Err(OpliteError::InvalidArgument {
-                function: "powersync_control",
-                message: format!("{op} needs a text payload"),
-                type_mismatch: true,
-            }),
+            _ => Err(wrong_type(format!("{op} needs a text payload"))),
         }
     }
 
@@ -40,11 +42,7 @@ impl<'a> Payload<'a> {
     pub(super) fn bytes(self, op: &str) -> Result<&'a [u8]> {
         match self {
             Payload::Blob(bytes) => Ok(bytes),
-            _ => Err(OpliteError::InvalidArgument {
-                function: "powersync_control",
-                message: format!("{op} needs a blob payload"),
-                type_mismatch: true,
-            }),
+            _ => Err(wrong_type(format!("{op} needs a blob payload"))),
         }
     }
 

@@ -109,7 +109,6 @@ pub fn checksums(db: &Connection) -> Result<HashMap<String, StoredChecksum>> {
     rows.collect::<rusqlite::Result<_>>().context("reading checksums")
 }
 
-
 /// True when the upload queue holds entries.
 pub fn has_pending_uploads(db: &Connection) -> Result<bool> {
     db.query_row("SELECT EXISTS(SELECT 1 FROM ps_crud)", [], |r| r.get(0))
