@@ -90,6 +90,38 @@ export async function launchBrowser({ dist }) {
         await session.close();
       }
     },
+    /**
+     * lifecycle.mjs against a fresh service of `rows` rows, on one oplite
+     * database per step, in one profile: a sync then a local write, the
+     * page reloaded at once and the database looked at; and a first sync
+     * whose page (and so its Worker) is closed while the checkpoint is
+     * applied, the database looked at from a new page, then synced there.
+     */
+    async lifecycle(serverBinary, { vfs, rows }) {
+      const { child, url } = await startService(serverBinary, rows);
+      this.server.setService(url);
+      const session = await open();
+      const call = (page, fn, name) => page.evaluate(([f, c]) => window.lifecycle[f](c), [fn, { vfs, name }]);
+      try {
+        const out = {};
+        const first = await session.newPage(`lifecycle ${vfs}`);
+        out.synced = await call(first, 'sync', 'reload.db');
+        await first.reload();
+        await first.waitForFunction(() => window.pageReady === true);
+        out.afterReload = await call(first, 'look', 'reload.db');
+        await first.close();
+        const doomed = await session.newPage(`lifecycle ${vfs}, closed mid-apply`);
+        out.downloaded = await call(doomed, 'downloaded', 'killed.db');
+        await doomed.close();
+        const next = await session.newPage(`lifecycle ${vfs}, after the close`);
+        out.afterClose = await call(next, 'look', 'killed.db');
+        out.resynced = await call(next, 'resync', 'killed.db');
+        return out;
+      } finally {
+        await session.close();
+        child.kill();
+      }
+    },
     /** page.mjs's adapterChecks(config) in a fresh profile. */
     async adapterChecks(config) {
       const session = await open();

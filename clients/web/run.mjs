@@ -3,7 +3,8 @@
 // the loopback service, with the SDK's own database and with oplite's
 // (@oplite/powersync-web), on OPFS and on IndexedDB; each oplite run must
 // agree with the SDK's own run on the same storage. Also: a second tab
-// opening an oplite database gets DatabaseLockedError.
+// opening an oplite database gets DatabaseLockedError; a reload right after
+// a sync, and a page closed mid-apply (browser.mjs lifecycle).
 //
 //   OPLITE_TEST_SERVER=target/release/oplite-test-server node run.mjs \
 //     [--rows N] [--vfs opfs,idb] [--modes legacy,requests] [--cores bundled,oplite] [--scenario off]
@@ -109,6 +110,21 @@ try {
       console.log(`  not compared (${vfs}): SDK's own ${JSON.stringify(bundled.notCompared)}, oplite ${JSON.stringify(oplite.notCompared)}`);
       check(`${vfs}${inThread ? ' in the page (no Worker)' : ''}: the adapter contract through PowerSyncDatabase (errors, rollback, executeBatch, executeRaw, values, watch, ps_crud; ` +
         'statements after a schema change, missing parameters, TEMP objects, getConfiguration, reads after writes, a throttled watch) as with the SDK\'s own database', failures);
+    }
+    for (const vfs of opts.vfs.split(',')) {
+      const life = await browser.lifecycle(server, { vfs, rows });
+      console.log(`  lifecycle (${vfs}): ${JSON.stringify(life)}`);
+      const failures = [];
+      const all = rows;
+      const whole = (c) => c.integrity === 'ok' && c.buckets > 0;
+      if (!(life.synced.rows === all + 1 && sameValue(life.synced.queued, ['kept']))) failures.push(`after the sync and a local write: ${JSON.stringify(life.synced)}`);
+      if (!sameValue(life.afterReload, life.synced)) failures.push(`after the reload the database holds ${JSON.stringify(life.afterReload)}, not what the page left`);
+      if (!life.afterClose || life.afterClose.integrity !== 'ok' || ![0, all].includes(life.afterClose.rows) || life.afterClose.queued.length !== 0) {
+        failures.push(`after the page was closed mid-apply: ${JSON.stringify(life.afterClose)} (the checkpoint must be there whole or not at all)`);
+      }
+      if (!(whole(life.resynced) && life.resynced.rows === all && life.resynced.hasSynced)) failures.push(`synced again after the close: ${JSON.stringify(life.resynced)}`);
+      const when = life.afterClose?.rows === 0 ? 'before its COMMIT (nothing applied)' : 'after its COMMIT';
+      check(`${vfs}: a reload right after a sync keeps every row and the queued upload; a page closed while its first checkpoint was applied (closed ${when}) leaves a sound database that syncs on`, failures);
     }
     for (const vfs of opts.vfs.split(',')) {
       const tabs = await browser.twoTabs({ vfs });

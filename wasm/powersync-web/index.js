@@ -136,6 +136,9 @@ export class OpliteDBAdapter extends DBAdapter {
   // create or drop one); null while there are none.
   #tempNames = null;
   #configuration;
+  // 'idb' commits reach IndexedDB after COMMIT: a write lock ends once
+  // they are there, so what the SDK was told is written survives a reload.
+  #durableAtRelease;
   #closed = null;
 
   /**
@@ -158,6 +161,7 @@ export class OpliteDBAdapter extends DBAdapter {
     }
     this.#name = dbFilename;
     this.#configuration = configuration({ dbFilename, vfs, cacheSizeKb, inThread });
+    this.#durableAtRelease = vfs === 'idb';
     if (inThread) this.#worker = inThreadHost((message) => this.#receive(message));
     else if (typeof worker === 'function') this.#worker = worker();
     else this.#worker = new Worker(worker ?? new URL('./oplite-worker.js', import.meta.url), { type: 'module', name: `oplite ${dbFilename}` });
@@ -255,7 +259,9 @@ export class OpliteDBAdapter extends DBAdapter {
       await before;
     }
     try {
-      return await fn(new OpliteLockContext((method, args) => this.#contextCall(method, args), onReader));
+      const result = await fn(new OpliteLockContext((method, args) => this.#contextCall(method, args), onReader));
+      if (!onReader && this.#durableAtRelease) await this.#call('durable', []);
+      return result;
     } finally {
       release();
     }
@@ -277,9 +283,13 @@ export class OpliteDBAdapter extends DBAdapter {
     return this.#configuration;
   }
 
-  /** Resolves when every committed transaction is durable ('idb': stored in IndexedDB). */
+  /**
+   * Resolves when every committed transaction is durable: once the write
+   * locks asked for before it ended ('opfs' is durable at each commit, and
+   * an 'idb' write lock ends once IndexedDB holds its commits).
+   */
   flush() {
-    return this.#exclusive(() => this.#call('flush', []));
+    return this.#exclusive(async () => {});
   }
 
   /** oplite-wasm's counters (Stats in oplite.d.ts): bytes written, memory, the longest call. */

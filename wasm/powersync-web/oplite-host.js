@@ -194,8 +194,13 @@ export function createHost(post) {
       opened();
       return read(sql, params);
     },
-    flush() {
-      return opened().flush();
+    // At the end of a write lock: what it committed made durable ('idb':
+    // stored in IndexedDB), unless it left a transaction open, which the
+    // end of a later lock then covers.
+    async durable() {
+      if (await opened().inTransaction()) return false;
+      await db.flush();
+      return true;
     },
     async stats(options) {
       const stats = await opened().stats(options);

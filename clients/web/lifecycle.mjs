@@ -1,0 +1,88 @@
+// The browser side of the web test's lifecycle checks (run.mjs, browser.mjs
+// lifecycle()): an oplite database through @powersync/web that outlives
+// its page. window.lifecycle's calls each open the database `name`, do
+// one thing, and leave it open: the test then reloads or closes the page,
+// which ends the page and its database Worker without db.close(), as a
+// user closing a tab does.
+//
+//   sync({vfs, name})        connect, wait for the first sync, then queue
+//                            one local write the connector never uploads
+//   downloaded({vfs, name})  connect; resolves once every op of the first
+//                            checkpoint has arrived and its apply is under way
+//   look({vfs, name})        open without connecting: what the database
+//                            holds; closes it
+//   resync({vfs, name})      connect and wait for the first sync
+import * as sdk from '@powersync/web';
+import { OpliteOpenFactory } from '@oplite/powersync-web';
+import { dropInSchema } from '../scenario/drop-in.mjs';
+
+// A write queued after the sync: it must survive a reload.
+const LOCAL_TODO = "INSERT INTO todos (id, list_id, description, done) VALUES ('kept', 'list1', 'queued before the reload', 0)";
+
+async function open({ vfs, name }) {
+  const factory = new OpliteOpenFactory({ dbFilename: name, vfs, worker: '/oplite/oplite-worker.js' });
+  const db = new sdk.PowerSyncDatabase({ schema: dropInSchema(sdk, false), factory });
+  await db.init();
+  return db;
+}
+
+// Credentials from the service behind the page's origin; uploads never
+// finish, so what is queued stays queued.
+const connector = {
+  async fetchCredentials() {
+    const token = await (await fetch(`${location.origin}/dev/token?ttl=3600`)).text();
+    return { endpoint: location.origin, token };
+  },
+  uploadData: () => new Promise(() => {}),
+};
+
+async function contents(db) {
+  return {
+    rows: (await db.get('SELECT (SELECT count(*) FROM lists) + (SELECT count(*) FROM todos) AS n')).n,
+    queued: (await db.getAll('SELECT data FROM ps_crud ORDER BY id')).map((r) => JSON.parse(r.data).id),
+    buckets: (await db.get('SELECT count(*) AS n FROM ps_buckets')).n,
+    integrity: (await db.get('PRAGMA integrity_check')).integrity_check,
+    hasSynced: db.currentStatus.hasSynced ?? false,
+  };
+}
+
+window.lifecycle = {
+  async sync(config) {
+    const db = await open(config);
+    await db.connect(connector, { retryDelayMs: 200 });
+    await db.waitForFirstSync();
+    await db.execute(LOCAL_TODO);
+    return contents(db);
+  },
+  async downloaded(config) {
+    const db = await open(config);
+    const arrived = new Promise((resolve) => {
+      db.registerListener({
+        statusChanged(status) {
+          const p = status.downloadProgress;
+          if (p && p.totalOperations > 0 && p.downloadedOperations === p.totalOperations && !status.hasSynced) resolve(p.totalOperations);
+        },
+      });
+    });
+    await db.connect(connector, { retryDelayMs: 200 });
+    const ops = await arrived;
+    // The apply of a 100k-row checkpoint takes over a second in steps:
+    // a little later it is under way.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    return { ops, synced: db.currentStatus.hasSynced ?? false };
+  },
+  async look(config) {
+    const db = await open(config);
+    try {
+      return await contents(db);
+    } finally {
+      await db.close();
+    }
+  },
+  async resync(config) {
+    const db = await open(config);
+    await db.connect(connector, { retryDelayMs: 200 });
+    await db.waitForFirstSync();
+    return contents(db);
+  },
+};
