@@ -70,7 +70,7 @@ export async function runDropIn({ sdk, openDatabase, core, url, mode: MODE, raw:
     prefix: `PowerSync ${core} ${MODE}`,
     minLevel: debug ? LogLevels.trace : LogLevels.warn,
   });
-  // The planned drop of step 1 and the bad line of step 2b each make the SDK
+  // The planned drop of step 1 and the bad line of step 4 each make the SDK
   // log one 'Sync error' with a long stack trace: those are printed as a
   // single line. Anything else, and a
   // second sync error, is printed in full by the console logger.
@@ -337,13 +337,6 @@ export async function runDropIn({ sdk, openDatabase, core, url, mode: MODE, raw:
     log(`requestCheckpoint() applied in ${timings.requestCheckpointMs} ms; ${rows.length} uploaded rows are the service's versions`);
   }
 
-  // 2b. A malformed checkpoint line (last_op_id "invalid line"): the core's
-  // iteration fails, the SDK reports the download error and reconnects. In
-  // requests mode the wait of a checkpoint requested before the bad line
-  // rejects with the sync error, and succeeds once the SDK has reconnected.
-  expectedSyncErrors = 1;
-  const badLine = await malformedCheckpoint({ db, dev, mode: MODE, waitFor, withTimeout, state, log });
-
   // 3. Token expiry: the service ends the stream with token_expires_in 0; the
   // SDK fetches new credentials and reconnects.
   state.step = 'refreshing the expired token';
@@ -412,7 +405,17 @@ export async function runDropIn({ sdk, openDatabase, core, url, mode: MODE, raw:
     };
   }
 
-  // 4. Sign-out: disconnectAndClear({ clearLocal: false }) empties the synced
+  // 4. A malformed checkpoint line (last_op_id "invalid line"): the core's
+  // iteration fails, the SDK reports the download error and reconnects. In
+  // requests mode the wait of a checkpoint requested before the bad line
+  // rejects with the sync error, and succeeds once the SDK has reconnected.
+  // After the service's log was read above: how many checkpoint requests
+  // the SDK sends around a reconnect (a seed, maybe a retry, one perhaps
+  // meeting an expired token) is timing, not the core.
+  expectedSyncErrors = 1;
+  const badLine = await malformedCheckpoint({ db, dev, mode: MODE, waitFor, withTimeout, state, log });
+
+  // 5. Sign-out: disconnectAndClear({ clearLocal: false }) empties the synced
   // tables and keeps the local-only drafts; disconnectAndClear() empties all.
   state.step = 'disconnectAndClear';
   abortWatch.abort();
@@ -468,7 +471,7 @@ export async function runDropIn({ sdk, openDatabase, core, url, mode: MODE, raw:
   return result;
 }
 
-// Step 2b: plans a checkpoint line the core must refuse and makes the open
+// Step 4: plans a checkpoint line the core must refuse and makes the open
 // stream send it, then waits for the SDK to reconnect and sync again.
 // Returns what compare.mjs compares: the statuses from the plan to the
 // first one that carries the download error, whether the error was shown
@@ -486,7 +489,9 @@ async function malformedCheckpoint({ db, dev, mode, waitFor, withTimeout, state,
       if (downloadError != null) errored = true;
     },
   });
-  const result = { statuses, sawError: false, waits: null, recovered: false };
+  const streams = async () => JSON.parse(await dev('GET', '/dev/log')).stats.streams;
+  const streamsBefore = await streams();
+  const result = { statuses, sawError: false, waits: null, recovered: false, newStreams: null };
   let errorText = null;
   try {
     if (mode === 'requests') {
@@ -512,6 +517,21 @@ async function malformedCheckpoint({ db, dev, mode, waitFor, withTimeout, state,
       return s.connected && s.dataFlowStatus.downloadError == null && !s.dataFlowStatus.downloading;
     });
     result.recovered = true;
+    // After the reconnect the SDK seeds and may retry checkpoint requests
+    // (requests mode): let them land before the next step.
+    state.step = 'waiting for the requests after the reconnect';
+    let seen = null;
+    let quietSince = Date.now();
+    await waitFor('the service to see no more requests for 500 ms', async () => {
+      const { stats } = JSON.parse(await dev('GET', '/dev/log'));
+      const now = `${stats.checkpoint_requests} ${stats.write_checkpoints} ${stats.streams}`;
+      if (now !== seen) {
+        seen = now;
+        quietSince = Date.now();
+      }
+      return Date.now() - quietSince >= 500;
+    });
+    result.newStreams = (await streams()) - streamsBefore;
   } finally {
     stopListening();
   }
