@@ -20,6 +20,19 @@ npm_lock_matches() {
     }' "$(realpath "$1")"
 }
 
+# Installs the Debian packages named "command:package" whose command is
+# missing (apt_ensure python3:python3 g++:g++).
+apt_ensure() {
+  local missing=() item
+  for item in "$@"; do command -v "${item%%:*}" >/dev/null || missing+=("${item#*:}"); done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  echo "installing ${missing[*]}" >&2
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2 \
+    || { as_root apt-get update >&2 &&
+         as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2; }
+  as_root apt-get clean >&2
+}
+
 # Prints the Chromium to drive: $OPLITE_CHROMIUM, or Debian's chromium
 # package, installed with apt-get when missing.
 ensure_chromium() {

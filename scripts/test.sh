@@ -28,6 +28,10 @@ phase_init "$PWD/target/test-logs"
 
 command -v cargo >/dev/null || { echo "cargo is required (rustup's stable toolchain)"; exit 1; }
 command -v npm >/dev/null || { echo "npm is required to fetch the reference core"; exit 1; }
+# The house check, the standalone check and better-sqlite3's build (Node SDK
+# test) need these before any lane starts.
+source scripts/lib.sh
+apt_ensure python3:python3 make:make g++:g++
 cargo --version
 
 # A fresh machine builds everything once: incremental caches only cost disk.
@@ -47,6 +51,7 @@ export OPLITE_RECORD_SESSIONS=$PWD/target/debug/record-sessions
 
 # Phase specs: "name budget-seconds skip-variable command" ("-": never skipped).
 native=(
+  "house 30 - python3 scripts/check-house.py"
   "build 300 - cargo build --release -p oplite -p oplite-test-server && cargo build -p oplite-wasm-native --bin record-sessions &&
      nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_powersync_init\$' &&
      nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_oplite_init\$'"

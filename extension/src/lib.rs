@@ -10,12 +10,14 @@
 //! - [`sqlite`]: the only module with `unsafe` code: entry points, function
 //!   registration, values crossing the C boundary.
 //! - [`error`]: the crate's error enum and its mapping to SQLite codes.
-//! - [`migrations`]: the internal schema (`sql/migrations/*.sql`).
+//! - [`migrations`]: the internal schema (`sql/migrations/*.sql`), and the
+//!   adoption of a database the PowerSync core wrote.
 //! - [`functions`]: the SQL functions, one module per concern, each with a
 //!   `register` function called from [`register`]; `sql_args` holds the
 //!   argument and transaction checks they all share.
 //! - [`kv`]: `ps_kv` and oplite's own `ps_oplite_kv`, their keys and accessors.
-//! - [`client_id`]: the client id and `powersync_init()`, which creates it.
+//! - [`client_id`]: the client id and `powersync_init()`, which creates it;
+//!   [`uuid`] makes random UUIDs.
 //! - [`schema`]: the app's schema (views, triggers, typed data tables), the
 //!   upload queue, and the interface the sync apply writes rows through.
 //!
@@ -33,10 +35,8 @@
 //! (see [`sqlite`]); a panic becomes an `SQLITE_INTERNAL` error. WASM builds
 //! abort.
 
-pub mod adopt;
 pub mod bson;
 pub mod client_id;
-pub mod core_upgrade;
 pub mod error;
 pub mod functions;
 pub mod kv;
@@ -46,6 +46,7 @@ mod sql_args;
 pub mod sqlite;
 pub mod sync;
 pub mod sync_local;
+pub mod uuid;
 
 use rusqlite::Connection;
 

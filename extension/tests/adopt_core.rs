@@ -1,6 +1,6 @@
 //! Switching cores: a database the PowerSync core wrote (synced buckets and
 //! rows, a schema with JSON data tables, uploads queued) opens with oplite,
-//! which adopts it in place (src/adopt.rs) and syncs on. Differential: a copy
+//! which adopts it in place (src/migrations/adopt.rs) and syncs on. Differential: a copy
 //! of the same file goes on with the PowerSync core, both are fed the same
 //! server changes, and every internal table and view must agree throughout.
 mod common;
@@ -154,7 +154,7 @@ fn adopted_syncs_on_like_the_core(dir: &TempDir, core_path: &Path, version: i64)
 fn a_core_database_is_adopted_and_syncs_on_like_the_core() {
     let dir = TempDir::new("adopt");
     let core_path = core_database(&dir);
-    adopted_syncs_on_like_the_core(&dir, &core_path, oplite::adopt::CORE_VERSION);
+    adopted_syncs_on_like_the_core(&dir, &core_path, oplite::migrations::adopt::CORE_VERSION);
 }
 
 /// Every SDK release before the 0.5 cores left its database at one of the
@@ -162,7 +162,7 @@ fn a_core_database_is_adopted_and_syncs_on_like_the_core() {
 /// database there, then oplite brings it up and adopts it.
 #[test]
 fn an_older_core_database_is_brought_up_and_syncs_on_like_the_core() {
-    for version in (2..oplite::adopt::CORE_VERSION).rev() {
+    for version in (2..oplite::migrations::adopt::CORE_VERSION).rev() {
         let dir = TempDir::new(&format!("adopt-{version}"));
         let core_path = core_database(&dir);
         step_core_down(&core_path, version);

@@ -5,155 +5,56 @@
 //! and to the reference core; after every call the instructions and the
 //! internal tables must agree.
 //!
-//! Every seed runs twice, with oplite's sync_local forced to each strategy,
+//! The session is `oplite_test_data::session`'s, which the web package's
+//! recorded sessions also run. Every seed runs twice, with oplite's sync_local forced to each strategy,
 //! and a third of them also with the automatic choice.
 //! `OPLITE_DIFF_SEEDS=n` sets how many seeds run (default 300);
 //! `OPLITE_DIFF_SEED=s` replays one.
 mod common;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use common::diff::{Answer, Arg, Pair};
+use oplite_test_data::session::{Host, Payload, Session};
 use oplite_test_data::{ServerModel, ServerOptions};
 use serde_json::Value;
 
-/// How lines are encoded in a session.
-#[derive(Clone, Copy, Debug)]
-enum Encoding {
-    Json,
-    Bson,
-}
+/// Both cores, driven in step by the shared session.
+struct Cores(Pair);
 
-struct Session {
-    pair: Pair,
-    server: ServerModel,
-    encoding: Encoding,
-    next_write_checkpoint: i64,
-    local_writes: u32,
-}
-
-impl Session {
-    fn send(&mut self, line: &Value) -> Answer {
-        match self.encoding {
-            Encoding::Json => self.pair.control("line_text", Arg::Text(&line.to_string())),
-            Encoding::Bson => {
-                let bytes = bson::serialize_to_vec(line).unwrap();
-                self.pair.control("line_binary", Arg::Blob(&bytes))
-            }
+impl Host for Cores {
+    fn control(&mut self, op: &str, payload: Payload<'_>) -> Option<Value> {
+        let arg = match payload {
+            Payload::Null => Arg::Null,
+            Payload::Text(t) => Arg::Text(t),
+            Payload::Blob(b) => Arg::Blob(b),
+        };
+        match self.0.control(op, arg) {
+            Answer::Json(v) => Some(v),
+            _ => None,
         }
     }
 
-    /// True when the answer closed the stream (checksum failure).
-    fn closed(answer: &Answer) -> bool {
-        matches!(answer, Answer::Json(Value::Array(items)) if items.iter().any(|i| i.get("CloseSyncStream").is_some()))
+    fn execute(&mut self, sql: &str) {
+        self.0.execute(sql);
     }
 
     /// A local write through the app's view (its triggers queue the upload
     /// and do the bookkeeping in each core): update, delete or insert.
-    fn local_write(&mut self) {
-        self.local_writes += 1;
-        let id = format!("row{}", self.server.rng.below(12));
-        let n = self.local_writes;
-        let exists: bool = self
-            .pair
-            .ours
-            .query_row("SELECT EXISTS(SELECT 1 FROM items WHERE id = ?1)", [&id], |r| r.get(0))
-            .unwrap();
-        let sql = match (exists, self.server.rng.below(3)) {
+    fn local_write(&mut self, id: &str, n: u32, kind: u64) {
+        let exists: bool =
+            self.0.ours.query_row("SELECT EXISTS(SELECT 1 FROM items WHERE id = ?1)", [id], |r| r.get(0)).unwrap();
+        let sql = match (exists, kind) {
             (true, 0) => format!("DELETE FROM items WHERE id = '{id}'"),
             (true, _) => format!("UPDATE items SET name = 'local{n}', n = {n} WHERE id = '{id}'"),
             (false, _) => format!("INSERT INTO items(id, name, n) VALUES ('{id}', 'local{n}', {n})"),
         };
-        self.pair.execute(&format!("BEGIN; {sql}; COMMIT;"));
+        self.0.execute(&format!("BEGIN; {sql}; COMMIT;"));
     }
 
-    fn upload(&mut self) {
-        self.pair.execute("DELETE FROM ps_crud");
-        let wc = self.next_write_checkpoint;
-        self.next_write_checkpoint += 1;
-        self.server.write_checkpoint = Some(wc);
-        self.pair.control("target_checkpoint_request_id", Arg::Text(&wc.to_string()));
-    }
-
-    /// One connection: start, one to three checkpoints, stop.
-    fn iteration(&mut self) {
-        let Answer::Json(start) = self.pair.control("start", Arg::Null) else { panic!("start failed") };
-        let mut after: HashMap<String, i64> = common::driver::requested_buckets(&start);
-        let mut sent: Option<BTreeMap<String, Value>> = None;
-        let rounds = 1 + self.server.rng.below(3);
-        for round in 0..rounds {
-            if round > 0 {
-                self.server.mutate(8);
-            }
-            let mut line = match &sent {
-                Some(previous) if self.server.rng.chance(60) => self.server.checkpoint_diff_line(previous),
-                _ => self.server.checkpoint_line(),
-            };
-            let corrupt = self.server.rng.chance(6);
-            if corrupt {
-                corrupt_checksum(&mut line, self.server.rng.below(1000));
-            }
-            sent = Some(self.server.checkpoint_entries());
-            for bucket in self.server.buckets.iter().map(|b| b.name.clone()).collect::<Vec<_>>() {
-                after.entry(bucket).or_insert(0);
-            }
-            after.retain(|name, _| self.server.buckets.iter().any(|b| &b.name == name));
-            if Self::closed(&self.send(&line)) {
-                return;
-            }
-            let lines = self.server.data_lines(&after);
-            let mut last_priority = None;
-            for (priority, data) in lines {
-                if last_priority.is_some_and(|p| p != priority) && self.server.rng.chance(40) {
-                    let partial = serde_json::json!({"partial_checkpoint_complete": {
-                        "last_op_id": self.server.last_op_id().to_string(),
-                        "priority": last_priority.unwrap(),
-                    }});
-                    if Self::closed(&self.send(&partial)) {
-                        return;
-                    }
-                }
-                last_priority = Some(priority);
-                if self.server.rng.chance(3) {
-                    // The connection drops mid-download.
-                    self.pair.control("stop", Arg::Null);
-                    return;
-                }
-                let bucket = data["data"]["bucket"].as_str().unwrap().to_owned();
-                let last = data["data"]["next_after"].as_str().unwrap().parse().unwrap();
-                self.send(&data);
-                after.insert(bucket, last);
-            }
-            if self.server.rng.chance(12) {
-                self.local_write();
-            }
-            let complete = serde_json::json!({"checkpoint_complete": {"last_op_id": self.server.last_op_id().to_string()}});
-            if Self::closed(&self.send(&complete)) {
-                return;
-            }
-            if self.local_writes > 0 && self.server.rng.chance(50) {
-                self.upload();
-                self.pair.control("completed_upload", Arg::Null);
-            }
-            if self.server.rng.chance(10) {
-                let seconds = self.server.rng.below(60) as i64 - 5;
-                self.send(&serde_json::json!({"token_expires_in": seconds}));
-                return;
-            }
-        }
-        self.pair.control("stop", Arg::Null);
-    }
-}
-
-fn corrupt_checksum(line: &mut Value, pick: u64) {
-    let body = line.as_object_mut().unwrap().values_mut().next().unwrap();
-    let key = if body.get("buckets").is_some() { "buckets" } else { "updated_buckets" };
-    if let Some(buckets) = body[key].as_array_mut() {
-        if !buckets.is_empty() {
-            let i = pick as usize % buckets.len();
-            let checksum = buckets[i]["checksum"].as_u64().unwrap() as u32;
-            buckets[i]["checksum"] = Value::from(checksum.wrapping_add(1));
-        }
+    /// The bson crate's encoder, independent of the test data's.
+    fn bson(&self, line: &Value) -> Vec<u8> {
+        bson::serialize_to_vec(line).unwrap()
     }
 }
 
@@ -166,18 +67,9 @@ fn run_seed(seed: u64, strategy: &str) {
         {"name": "items", "columns": [{"name": "name", "type": "text"}, {"name": "n", "type": "integer"}]},
         {"name": "lists", "columns": [{"name": "name", "type": "text"}]},
     ]}));
-    let mut session = Session {
-        pair,
-        server: ServerModel::new(seed, options),
-        encoding: if seed.is_multiple_of(3) { Encoding::Bson } else { Encoding::Json },
-        next_write_checkpoint: 1,
-        local_writes: 0,
-    };
-    for _ in 0..4 {
-        session.server.mutate(15);
-        session.iteration();
-    }
-    session.pair.assert_same_tables();
+    let mut session = Session::new(Cores(pair), ServerModel::new(seed, options), seed);
+    session.run();
+    session.host.0.assert_same_tables();
 }
 
 #[test]

@@ -16,7 +16,7 @@ use rusqlite::Connection;
 /// Keep `docs/differences.md` in step.
 const LEFT_OUT: &[(&str, i64, &str)] = &[
     // Runs the reference's own internal migrations up or down to a version
-    // number; oplite's internal schema has its own versions (migrations.rs),
+    // number; oplite's internal schema has its own versions (src/migrations/),
     // so no version number would mean the same thing. A test helper only.
     ("powersync_test_migration", 1, "the reference's internal migration versions"),
 ];

@@ -255,3 +255,61 @@ fn reference_style_writes_into_powersync_crud_are_queued() {
     assert!(db.execute_batch("DELETE FROM powersync_crud").is_ok());
     assert!(db.execute_batch("UPDATE powersync_crud SET op = 'x'").is_ok());
 }
+
+/// The triggers as oplite wrote them before 2026-12-01: one call of
+/// `oplite_crud_put` / `_patch` / `_delete` queued the entry, marked the row
+/// and opened the upload gate, where today's triggers run those inserts
+/// themselves.
+fn as_earlier_oplite_wrote_them(db: &Connection) {
+    let triggers = rows(db, "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name");
+    for trigger in triggers {
+        let (Value::Text(name), Value::Text(sql)) = (&trigger[0], &trigger[1]) else { panic!("{trigger:?}") };
+        let mut old = Vec::new();
+        for line in sql.lines() {
+            const NEW_ENTRY: &str = "INSERT INTO ps_crud(tx_id, data) SELECT oplite_crud_tx(), oplite_";
+            if let Some(call) = line.strip_prefix(NEW_ENTRY) {
+                let (kind, rest) = call.split_once("_entry").unwrap();
+                old.push(format!("SELECT oplite_crud_{kind}{rest}"));
+            } else if !line.starts_with("INSERT INTO ps_updated_rows") {
+                old.push(line.to_owned());
+            }
+        }
+        db.execute_batch(&format!("DROP TRIGGER \"{name}\"; {}", old.join("\n"))).unwrap();
+    }
+    assert_eq!(texts(db, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%oplite_crud_p%' OR sql LIKE '%oplite_crud_d%'"), ["3"]);
+}
+
+fn queue_state(db: &Connection) -> Vec<Vec<Value>> {
+    let mut state = rows(db, "SELECT id, tx_id, data FROM ps_crud ORDER BY id");
+    state.extend(rows(db, "SELECT row_type, row_id FROM ps_updated_rows ORDER BY 1, 2"));
+    state.extend(rows(db, "SELECT key, value FROM ps_kv WHERE key != 'client_id' ORDER BY key"));
+    state
+}
+
+/// A database whose triggers an earlier oplite wrote queues the same
+/// entries through the legacy functions, until `powersync_replace_schema`
+/// (which the SDKs run at every open) writes today's triggers.
+#[test]
+fn triggers_of_an_earlier_oplite_queue_the_same_until_the_schema_is_replaced() {
+    let schema = table(r#""include_old":true,"#);
+    let writes = [
+        "INSERT INTO t(id, a, b, c) VALUES ('1', 'x', 2, 3.5)",
+        "BEGIN; UPDATE t SET a = 'y', c = NULL WHERE id = '1'; INSERT INTO t(id, b) VALUES ('2', '7'); COMMIT",
+        "BEGIN; SAVEPOINT s; DELETE FROM t WHERE id = '2'; ROLLBACK TO s; DELETE FROM t WHERE id = '1'; COMMIT",
+    ];
+    let today = with_schema(&schema);
+    let earlier = with_schema(&schema);
+    as_earlier_oplite_wrote_them(&earlier);
+    for sql in writes {
+        today.execute_batch(sql).unwrap();
+        earlier.execute_batch(sql).unwrap();
+        assert_eq!(queue_state(&earlier), queue_state(&today), "after {sql}");
+    }
+    assert_eq!(crud(&earlier).len(), 4);
+
+    replace_schema(&earlier, &schema).unwrap();
+    assert_eq!(texts(&earlier, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%oplite_crud_p%'"), ["0"]);
+    today.execute_batch("INSERT INTO t(id, a) VALUES ('3', 'z')").unwrap();
+    earlier.execute_batch("INSERT INTO t(id, a) VALUES ('3', 'z')").unwrap();
+    assert_eq!(queue_state(&earlier), queue_state(&today));
+}

@@ -12,6 +12,8 @@
 //!   lines.
 //! - [`recorded`]: small recorded sessions under `recorded/` with the
 //!   tables a client must end with.
+//! - [`session`]: the seeded session of the differential sync test and
+//!   the web package's recorded sessions, on any [`session::Host`].
 //! - [`bson`]: the BSON writer behind [`lines`].
 
 pub mod bson;
@@ -19,6 +21,7 @@ pub mod lines;
 pub mod recorded;
 pub mod rng;
 pub mod server;
+pub mod session;
 pub mod stream;
 
 pub use lines::{BucketEntry, Encoding};

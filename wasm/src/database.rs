@@ -18,7 +18,7 @@ use sqlite_wasm_rs::WasmOsCallback;
 use sqlite_wasm_vfs::sahpool::{self, OpfsSAHPoolCfgBuilder, OpfsSAHPoolUtil};
 use wasm_bindgen::prelude::*;
 
-use crate::{counting, mirror, values};
+use crate::{mirror, values, vfs_wrapper};
 
 /// Where a database lives.
 enum Storage {
@@ -117,7 +117,7 @@ pub async fn open_database(name: String, vfs: String) -> Result<Database, JsValu
         }
         other => return Err(usage_error(&format!("unknown vfs {other:?}: use 'memory', 'opfs' or 'idb'"))),
     };
-    let counted = counting::wrap(&base_vfs).map_err(|e| usage_error(&e))?;
+    let counted = vfs_wrapper::wrap(&base_vfs).map_err(|e| usage_error(&e))?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags_and_vfs(&name, flags, counted.as_str()).map_err(|e| sqlite_error(&e))?;
     no_busy_wait(&conn)?;
@@ -208,7 +208,7 @@ impl Database {
     /// open. It is opened read-write (so SQLite takes the same file locks)
     /// with `PRAGMA query_only = 1`; it runs no `powersync_init` and
     /// installs no update hooks. The two connections coordinate through the
-    /// locks and read snapshots of [`crate::counting`]: each read
+    /// locks and read snapshots of [`crate::vfs_wrapper`]: each read
     /// transaction sees the state committed when it began, also after the
     /// writer's open transaction wrote pages into the file, and neither
     /// waits for the other.
@@ -368,7 +368,7 @@ impl Database {
     /// COMMIT has less to sync: after `cacheFlush`, in a long transaction.
     #[wasm_bindgen(js_name = syncFile)]
     pub fn sync_file(&self) -> Result<(), JsValue> {
-        counting::sync_main_file(self.conn()?).map_err(|e| sqlite_error(&e))
+        vfs_wrapper::sync_main_file(self.conn()?).map_err(|e| sqlite_error(&e))
     }
 
     /// Whether no transaction is open.
@@ -451,7 +451,7 @@ impl Database {
     /// its high-water mark (reset when `resetHighwater` is true); the size
     /// of the module's linear memory (which holds `idb` databases whole).
     pub fn stats(&self, reset_highwater: bool) -> JsValue {
-        let counts = counting::counts();
+        let counts = vfs_wrapper::counts();
         let (mut current, mut highwater) = (0i64, 0i64);
         // SAFETY: plain out-parameters.
         unsafe {
@@ -467,7 +467,7 @@ impl Database {
         set(&out, "journalBytesWritten", JsValue::from_f64(counts.journal as f64));
         set(&out, "dbBytesWritten", JsValue::from_f64(counts.main as f64));
         set(&out, "journalsDeleted", JsValue::from_f64(counts.journals_deleted as f64));
-        set(&out, "snapshotBytes", JsValue::from_f64(counting::snapshot_bytes() as f64));
+        set(&out, "snapshotBytes", JsValue::from_f64(vfs_wrapper::snapshot_bytes() as f64));
         set(&out, "memoryUsed", JsValue::from_f64(current as f64));
         set(&out, "memoryHighwater", JsValue::from_f64(highwater as f64));
         let wasm_memory = std::arch::wasm32::memory_size::<0>() as f64 * 65536.0;

@@ -14,9 +14,11 @@
 //! | `opfs` | OPFS sync access handles (`sqlite-wasm-vfs` `sahpool`, one pool directory per database); dedicated Worker only | every commit, as SQLite's default `synchronous=FULL` asks |
 //! | `idb` | [`mirror`]: the file in wasm memory, every committed transaction copied to IndexedDB by the JS layer | every committed transaction, once `flush()` resolves |
 //!
-//! Every VFS is wrapped by [`counting`], which counts the bytes SQLite writes
-//! to temporary files, journals and the database itself; `stats()` reports
-//! them, and the tests check that a sync writes no temporary-file pages.
+//! Every VFS is wrapped by [`vfs_wrapper`], which locks main database files
+//! across this module's connections, serves readers their snapshots, and
+//! counts the bytes SQLite writes to temporary files, journals and the
+//! database itself; `stats()` reports them, and the tests check that a sync
+//! writes no temporary-file pages.
 //!
 //! The JS API (`js/oplite.js`, typed in `js/oplite.d.ts`) wraps the
 //! [`database::Database`] class exported here: it loads the module, holds
@@ -31,11 +33,11 @@
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
 mod alloc;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
-pub mod counting;
-#[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod database;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod mirror;
 pub mod snapshot;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod values;
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
+pub mod vfs_wrapper;

@@ -41,7 +41,7 @@
 //! Web Lock per database name so other tabs wait or fail instead of
 //! writing). Within the module a writer and its readers
 //! (`Database.openReader`) share the file by name; their locks are
-//! coordinated in [`crate::counting`], not here (a handle's `lock` below is
+//! coordinated in [`crate::vfs_wrapper`], not here (a handle's `lock` below is
 //! its own level, used to find commit points).
 
 use std::cell::RefCell;

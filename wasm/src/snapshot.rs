@@ -10,7 +10,7 @@
 //! the one thread of a Worker for as long as that takes (about a second at
 //! 1M rows). Both break the web SDK's promise that queries run during a long
 //! apply. WAL would fix the first, but its checkpoint is again one long
-//! call. So the wrapper VFS ([`crate::counting`]) keeps, for each write
+//! call. So the wrapper VFS ([`crate::vfs_wrapper`]) keeps, for each write
 //! transaction, the page images it overwrites ("before images"), the way a
 //! rollback journal does, and serves a reader from them: the writer may
 //! spill at will, in small pieces, and COMMIT writes only what is left.

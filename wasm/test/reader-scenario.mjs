@@ -1,7 +1,7 @@
 // The reader scenario shared by the Node test (idb storage at the module
 // level) and the Chromium tests (opfs and idb through the JS API): a writer
 // inside a large transaction and a reader from openReader() on the same
-// database, coordinated by the lock table of wasm/src/counting.rs.
+// database, coordinated by the lock table of wasm/src/vfs_wrapper.rs.
 //
 // `db` drives both connections of one fresh database:
 //   execute(sql), query(sql) -> rows    on the writer

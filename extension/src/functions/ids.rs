@@ -1,11 +1,12 @@
 //! Identifiers as SQL functions: `uuid()`, `gen_random_uuid()` and
 //! `powersync_client_id()`, which the SDKs call; the ids themselves come
-//! from `client_id.rs`.
+//! from `client_id.rs` and `uuid.rs`.
 
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
-use crate::client_id::{client_id, random_uuid};
+use crate::client_id::client_id;
+use crate::uuid::random_uuid;
 use crate::error::Result;
 use crate::sqlite::{register_scalar, Purity};
 

@@ -35,8 +35,7 @@ use std::cell::RefCell;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
 
-use super::quote::json_path_text;
-use super::rows::PATHS_PER_CALL;
+use super::quote::{json_path_text, PATHS_PER_CALL};
 use super::undeclared::{skip_value, skip_ws, undeclared_members};
 use crate::error::{OpliteError, Result};
 use crate::sqlite::{register_emitting_function, register_row_function, CallContext, Emit, Purity, RowSource};

@@ -6,6 +6,10 @@
 //! [`json_path`] (quoted path labels, so names with dots, brackets or quotes
 //! address the key they name).
 
+/// JSON paths per `json_extract` or `json_remove` call built from these
+/// quotes (SQLite before 3.48 allows 127 arguments).
+pub const PATHS_PER_CALL: usize = 100;
+
 /// `name` as an SQL identifier: `"name"`, with `"` doubled.
 pub fn identifier(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 2);

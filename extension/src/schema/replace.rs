@@ -37,7 +37,7 @@ pub fn replace_schema(db: &Connection, json: &str) -> Result<()> {
     with_savepoint(db, || {
         // As in the reference core, which the SDKs rely on: they call
         // powersync_replace_schema without powersync_init, on a new database
-        // or one another core wrote (adopted here, see adopt.rs).
+        // or one another core wrote (adopted here, see migrations/adopt.rs).
         crate::client_id::powersync_init(db)?;
         apply(db, &schema)
     })

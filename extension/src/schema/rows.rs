@@ -14,10 +14,8 @@
 
 use super::decode::ROW_KEYS;
 use super::model::UNDECLARED_COLUMN;
-use super::quote::{identifier, json_path, string};
+use super::quote::{identifier, json_path, string, PATHS_PER_CALL};
 
-/// Paths per `json_remove` call (SQLite before 3.48 allows 127 arguments).
-pub(super) const PATHS_PER_CALL: usize = 100;
 /// Keys per `oplite_undeclared` call.
 const UNDECLARED_KEYS_PER_CALL: usize = 120;
 /// Pairs per `json_object` call.

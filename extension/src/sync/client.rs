@@ -21,7 +21,7 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use super::data_line::{store_data_line, KnownKeys};
-use super::diagnostics::Diagnostics;
+use super::diagnostics::{Diagnostics, DiagnosticsEvent};
 use super::instruction::{BucketRequest, CompletedSync, Instruction, Severity, StreamRequest};
 use super::line::{BucketChecksum, DataLine, StreamDescription, SyncLine};
 use super::payload::{invalid_argument, Payload};
@@ -29,7 +29,8 @@ use super::requests::{self, CheckpointMode, CheckpointRequest};
 use super::progress::{CounterMap, Progress};
 use super::status::{SyncStatus, FULL_SYNC_PRIORITY};
 use super::storage;
-use super::streams::{self, IterationStreams, StartOptions};
+use super::start::StartOptions;
+use super::streams::{self, IterationStreams};
 use crate::error::{OpliteError, Result};
 use crate::kv;
 use crate::sync_local::{self, ApplyReport, Scope, Setting};
@@ -500,7 +501,7 @@ impl SyncClient {
                 self.advance(db)?;
             }
             self.emit_status(out);
-            out.append(&mut diagnostics);
+            out.extend(diagnostics.into_iter().map(Instruction::HandleDiagnostics));
         } else {
             self.iteration = None;
         }
@@ -550,8 +551,10 @@ impl Iteration {
         } else {
             None
         };
+        let mut warnings = Vec::new();
         let stream_status =
-            streams::resolve(db, &target.streams, &self.streams.requested_ids, &target.buckets, out)?;
+            streams::resolve(db, &target.streams, &self.streams.requested_ids, &target.buckets, &mut warnings)?;
+        out.extend(warnings.into_iter().map(|line| Instruction::log(Severity::Warning, line)));
 
         let deletable = Arc::make_mut(&mut self.deletable);
         for name in &gone {
@@ -571,13 +574,13 @@ impl Iteration {
         Ok(())
     }
 
-    fn report_checkpoint(&self, out: &mut Vec<Instruction>) {
+    fn report_checkpoint(&self, out: &mut Vec<DiagnosticsEvent>) {
         if let (Some(diagnostics), Some(c)) = (&self.diagnostics, &self.checkpoint) {
             diagnostics.checkpoint(&c.buckets, &self.counters, out);
         }
     }
 
-    fn report_data_line(&mut self, line: &DataLine<'_>, out: &mut Vec<Instruction>) {
+    fn report_data_line(&mut self, line: &DataLine<'_>, out: &mut Vec<DiagnosticsEvent>) {
         let downloading = self.checkpoint.as_ref().filter(|_| self.status.downloading.is_some());
         if let Some(diagnostics) = self.diagnostics.as_mut() {
             diagnostics.data_line(line, downloading.map(|c| (&c.buckets[..], &self.counters)), out);

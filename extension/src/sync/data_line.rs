@@ -16,7 +16,7 @@ use rusqlite::{params, Connection, Statement};
 
 use super::checksum::Checksum;
 use super::line::{DataLine, OpType, OplogEntry};
-use super::storage::{Counters, StoredChecksum};
+use super::storage::{Counters, StoredChecksum, MARK_BUCKET_ROWS_UPDATED};
 use crate::error::{Result, SqliteResultExt};
 use crate::sqlite::{BorrowingStatement, Param};
 
@@ -44,9 +44,6 @@ const DELETE_OP_OF_BUCKET: &str = "DELETE FROM ps_oplog INDEXED BY ps_oplog_opid
      WHERE bucket = ?1 AND key = ?2 RETURNING hash, op_id";
 /// SQL: marks a row for re-derivation at the next full apply.
 const MARK_ROW_UPDATED: &str = "INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES (?1, ?2)";
-/// SQL: marks every row of a bucket's ops for re-derivation.
-pub const MARK_BUCKET_ROWS_UPDATED: &str = "INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id)
-     SELECT row_type, row_id FROM ps_oplog WHERE bucket = ?1";
 /// SQL: the bucket's bookkeeping after the line.
 const UPDATE_BUCKET: &str = "UPDATE ps_buckets SET
        last_op = ifnull(?2, last_op),

@@ -21,15 +21,10 @@ use std::fmt;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use super::instruction::Instruction;
 use super::line::{BucketChecksum, DataLine};
 use super::progress::CounterMap;
 
-/// `"diagnostics"` in `start`'s options: any object turns them on.
-#[derive(Debug, Deserialize)]
-pub struct DiagnosticOptions {}
-
-/// The payload of [`Instruction::HandleDiagnostics`].
+/// The payload of `Instruction::HandleDiagnostics`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum DiagnosticsEvent {
     /// Download progress of buckets.
@@ -105,8 +100,8 @@ fn counters_of(bucket: &BucketChecksum<'_>, counters: &CounterMap) -> BucketCoun
     }
 }
 
-fn bucket_change(changes: Vec<BucketState>, incremental: bool) -> Instruction {
-    Instruction::HandleDiagnostics(DiagnosticsEvent::BucketStateChange { changes, incremental })
+fn bucket_change(changes: Vec<BucketState>, incremental: bool) -> DiagnosticsEvent {
+    DiagnosticsEvent::BucketStateChange { changes, incremental }
 }
 
 impl Diagnostics {
@@ -115,7 +110,7 @@ impl Diagnostics {
         &self,
         buckets: &[BucketChecksum<'_>],
         counters: &CounterMap,
-        out: &mut Vec<Instruction>,
+        out: &mut Vec<DiagnosticsEvent>,
     ) {
         let by_name: BTreeMap<&str, BucketCounters> =
             buckets.iter().map(|b| (&*b.bucket, counters_of(b, counters))).collect();
@@ -130,7 +125,7 @@ impl Diagnostics {
         &mut self,
         line: &DataLine<'_>,
         downloading: Option<(&[BucketChecksum<'_>], &CounterMap)>,
-        out: &mut Vec<Instruction>,
+        out: &mut Vec<DiagnosticsEvent>,
     ) {
         if let Some((buckets, counters)) = downloading {
             // The checkpoint's last entry for a name, as a map keeps it.
@@ -153,7 +148,7 @@ impl Diagnostics {
 struct Observer<'a> {
     table: &'a str,
     columns: &'a mut HashMap<String, ValueType>,
-    out: &'a mut Vec<Instruction>,
+    out: &'a mut Vec<DiagnosticsEvent>,
 }
 
 impl Observer<'_> {
@@ -173,11 +168,11 @@ impl Observer<'_> {
             }
         };
         if changed {
-            self.out.push(Instruction::HandleDiagnostics(DiagnosticsEvent::SchemaChange(ObservedType {
+            self.out.push(DiagnosticsEvent::SchemaChange(ObservedType {
                 table: self.table.to_owned(),
                 column,
                 value_type,
-            })));
+            }));
         }
     }
 }
@@ -236,7 +231,7 @@ impl<'de> Deserialize<'de> for Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::instruction::to_json;
+    use crate::sync::instruction::{to_json, Instruction};
 
     #[test]
     fn types_are_reported_when_new_or_changed_and_text_stays_text() {
@@ -251,7 +246,7 @@ mod tests {
         let crate::sync::line::SyncLine::Data(line) = line else { panic!("not a data line") };
         d.data_line(&line, None, &mut out);
         assert_eq!(
-            to_json(&out),
+            to_json(&out.into_iter().map(Instruction::HandleDiagnostics).collect::<Vec<_>>()),
             r#"[{"HandleDiagnostics":{"SchemaChange":{"table":"t","column":"a","value_type":"Integer"}}},{"HandleDiagnostics":{"SchemaChange":{"table":"t","column":"c","value_type":"String"}}},{"HandleDiagnostics":{"SchemaChange":{"table":"t","column":"a","value_type":"Real"}}}]"#
         );
     }

@@ -12,6 +12,8 @@
 //! - [`client`]: the state machine between calls.
 //! - [`progress`]: download progress kept line by line, and the bucket counters.
 //! - [`requests`]: checkpoint requests (`checkpoint_mode: "requests"`).
+//! - [`start`]: the options of a sync iteration; [`streams`]: stream
+//!   subscriptions; [`diagnostics`]: the events `start` can ask for.
 //! - [`status`], [`instruction`]: what goes back to the host.
 
 pub mod checksum;
@@ -23,6 +25,7 @@ pub mod line;
 pub mod payload;
 pub mod progress;
 pub mod requests;
+pub mod start;
 pub mod status;
 pub mod storage;
 pub mod streams;

@@ -72,6 +72,10 @@ pub fn reset_counters(db: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// SQL: marks every row of a bucket's ops for re-derivation.
+pub const MARK_BUCKET_ROWS_UPDATED: &str = "INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id)
+     SELECT row_type, row_id FROM ps_oplog WHERE bucket = ?1";
+
 /// Deletes buckets with their ops; the rows they held are marked for
 /// re-derivation at the next full apply.
 pub fn delete_buckets(db: &Connection, names: &[String]) -> Result<()> {
@@ -79,7 +83,7 @@ pub fn delete_buckets(db: &Connection, names: &[String]) -> Result<()> {
         return Ok(());
     }
     let mut find = db.prepare("SELECT id FROM ps_buckets WHERE name = ?1").context("deleting buckets")?;
-    let mut mark = db.prepare(super::data_line::MARK_BUCKET_ROWS_UPDATED).context("deleting buckets")?;
+    let mut mark = db.prepare(MARK_BUCKET_ROWS_UPDATED).context("deleting buckets")?;
     let mut ops = db.prepare("DELETE FROM ps_oplog WHERE bucket = ?1").context("deleting buckets")?;
     let mut bucket = db.prepare("DELETE FROM ps_buckets WHERE id = ?1").context("deleting buckets")?;
     for name in names {

@@ -36,9 +36,7 @@ use std::sync::Arc;
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
-use serde_json::Value as JsonValue;
 
-use super::instruction::{Instruction, Severity};
 use super::line::{BucketChecksum, BucketSubscription, ErrorSource, StreamDescription};
 use super::payload::invalid_argument;
 use crate::error::{OpliteError, Result, SqliteResultExt};
@@ -225,93 +223,6 @@ pub fn apply_change(db: &Connection, payload: &str) -> Result<()> {
 /// Decodes the `update_subscriptions` payload: the streams the app uses.
 pub fn parse_active_streams(payload: &str) -> Result<Vec<StreamKey>> {
     serde_json::from_str(payload).map_err(|e| invalid_argument(format!("update_subscriptions payload: {e}")))
-}
-
-/// The `start` payload.
-#[derive(Debug, Deserialize)]
-pub struct StartOptions {
-    /// Sync parameters, passed to the server (`null` when absent).
-    #[serde(default)]
-    pub parameters: JsonValue,
-    /// App metadata, passed to the server when present (even as `null`).
-    #[serde(default, deserialize_with = "present")]
-    pub app_metadata: Option<JsonValue>,
-    /// Streams the app uses now: their TTLs are extended.
-    #[serde(default)]
-    pub active_streams: Vec<StreamKey>,
-    /// Whether the server should sync default streams.
-    #[serde(default = "yes")]
-    pub include_defaults: bool,
-    /// How the host gets write checkpoints.
-    #[serde(default)]
-    pub checkpoint_mode: super::requests::CheckpointMode,
-    /// The app's schema: only its raw tables are used (the sync apply runs
-    /// their statements in place of the recorded ones).
-    #[serde(default)]
-    pub schema: Option<StartSchema>,
-    /// Present (an object): report `HandleDiagnostics` (diagnostics.rs).
-    #[serde(default)]
-    pub diagnostics: Option<super::diagnostics::DiagnosticOptions>,
-}
-
-/// The `schema` of a `start` payload.
-#[derive(Debug, Default, Deserialize)]
-pub struct StartSchema {
-    /// Raw tables the synced rows of their types go to.
-    #[serde(default)]
-    pub raw_tables: Vec<crate::schema::RawTable>,
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// A field that is present, `null` included (absent: the default, None).
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Option<JsonValue>, D::Error> {
-    JsonValue::deserialize(deserializer).map(Some)
-}
-
-impl Default for StartOptions {
-    fn default() -> Self {
-        StartOptions {
-            parameters: JsonValue::Null,
-            app_metadata: None,
-            active_streams: Vec::new(),
-            include_defaults: true,
-            checkpoint_mode: Default::default(),
-            schema: None,
-            diagnostics: None,
-        }
-    }
-}
-
-impl StartOptions {
-    /// Decodes a `start` payload (NULL: defaults).
-    pub fn parse(payload: Option<&str>) -> Result<Self> {
-        let Some(text) = payload else { return Ok(Self::default()) };
-        // Only an object: serde would also take a (short) array for a struct.
-        if !text.trim_start().starts_with('{') {
-            return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-                Ok(_) => invalid_argument("start payload must be a JSON object".to_owned()),
-                Err(e) => invalid_argument(format!("start payload is not valid JSON: {e}")),
-            });
-        }
-        serde_json::from_str(text).map_err(|e| {
-            if e.is_syntax() || e.is_eof() {
-                invalid_argument(format!("start payload is not valid JSON: {e}"))
-            } else {
-                invalid_argument(format!("start payload: {e}"))
-            }
-        })
-        .and_then(|options: StartOptions| {
-            // Sync parameters are an object (or null), as the service reads them.
-            if options.parameters.is_null() || options.parameters.is_object() {
-                Ok(options)
-            } else {
-                Err(invalid_argument(format!("start payload: parameters must be an object, got {}", options.parameters)))
-            }
-        })
-    }
 }
 
 /// One explicit subscription in the sync request.
@@ -553,13 +464,14 @@ struct Tracked {
 
 /// Reconciles `ps_stream_subscriptions` with a checkpoint's `streams` and
 /// bucket `subscriptions` (see the module docs); returns the status's
-/// streams and logs a WARNING per stream error the checkpoint reports.
+/// streams, and adds to `warnings` one line per stream error the checkpoint
+/// reports (the caller logs them as WARNINGs).
 pub fn resolve(
     db: &Connection,
     streams: &[StreamDescription],
     requested_ids: &[i64],
     buckets: &[BucketChecksum<'_>],
-    out: &mut Vec<Instruction>,
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<StreamStatus>> {
     const CONTEXT: &str = "recording the checkpoint's streams";
     let mut tracked: Vec<Tracked> = rows(db)?
@@ -582,10 +494,9 @@ pub fn resolve(
         }
         for error in &stream.errors {
             match error.subscription {
-                ErrorSource::Default => out.push(Instruction::log(
-                    Severity::Warning,
-                    format!("Default subscription {} has errors: {}", stream.name, error.message),
-                )),
+                ErrorSource::Default => {
+                    warnings.push(format!("Default subscription {} has errors: {}", stream.name, error.message))
+                }
                 ErrorSource::Explicit(i) => {
                     let Some(id) = requested_ids.get(i) else {
                         continue;
@@ -596,12 +507,9 @@ pub fn resolve(
                         } else {
                             format!("(with parameters {})", local.row.params.as_str())
                         };
-                        out.push(Instruction::log(
-                            Severity::Warning,
-                            format!(
-                                "Subscription to stream {} {params} could not be resolved: {}",
-                                local.row.name, error.message
-                            ),
+                        warnings.push(format!(
+                            "Subscription to stream {} {params} could not be resolved: {}",
+                            local.row.name, error.message
                         ));
                     }
                 }

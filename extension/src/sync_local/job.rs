@@ -17,7 +17,7 @@ use rusqlite::types::Value;
 use rusqlite::{named_params, Connection};
 
 use super::from_scratch;
-use super::{scope_stats, strategy, ApplyReport, Decision, RowSink, RowWriter, Scope, ScopeStats, Setting, Strategy};
+use super::{scope_stats, strategy, ApplyReport, Decision, RowSink, ApplyWriter, Scope, ScopeStats, Setting, Strategy};
 use super::{INCREMENTAL, INCREMENTAL_BUCKETS, ORDERED_CHUNK_BYTES, UPDATED_ROWS};
 use crate::error::{Result, SqliteResultExt};
 use crate::schema::RawTable;
@@ -67,7 +67,7 @@ pub struct Apply {
     phase: Phase,
     /// The app has triggers on data tables: every row is held here, across
     /// steps, and written once in (type, id) order by the last steps (the
-    /// events those triggers see, see [`RowWriter`]).
+    /// events those triggers see, see [`ApplyWriter`]).
     ordered: Option<BTreeMap<(String, String), Option<String>>>,
     /// ps_updated_rows had rows: Finish deletes them.
     clear_updated: bool,
@@ -139,7 +139,7 @@ impl Apply {
         let sink = RowSink::new(db, self.raw_tables.as_deref())?;
         let chunk = self.ordered.is_none().then_some(ORDERED_CHUNK_BYTES);
         let in_order = self.ordered.take().or_else(|| chunk.map(|_| BTreeMap::new()));
-        let mut write = RowWriter { sink, rows_put: 0, rows_deleted: 0, in_order, chunk, held: 0 };
+        let mut write = ApplyWriter { sink, rows_put: 0, rows_deleted: 0, in_order, chunk, held: 0 };
         let mut left = budget;
         let stage = self.stage();
         while left > 0 && !self.is_done() && self.stage() == stage {
@@ -157,7 +157,7 @@ impl Apply {
     }
 
     /// Runs the current phase for up to `budget` rows; returns how many it used.
-    fn advance(&mut self, db: &Connection, write: &mut RowWriter<'_>, budget: u64) -> Result<u64> {
+    fn advance(&mut self, db: &Connection, write: &mut ApplyWriter<'_>, budget: u64) -> Result<u64> {
         let full = self.scope == Scope::Full;
         match &mut self.phase {
             Phase::Incremental { bucket, op } => {

@@ -143,13 +143,16 @@ pub fn apply(db: &Connection, scope: &Scope, setting: Setting, raw_tables: Optio
     Ok(job.report())
 }
 
-/// Writes rows coming from a query (row_type, row_id, data) and counts them.
-struct RowWriter<'c> {
+/// The writer of one apply: takes the rows its queries yield (row_type,
+/// row_id, data), orders them where triggers may observe the order, writes
+/// them through the [`RowSink`] (and so the schema's [`crate::schema::RowWriter`])
+/// and counts them.
+struct ApplyWriter<'c> {
     sink: RowSink<'c>,
     rows_put: u64,
     rows_deleted: u64,
     /// When the app has triggers on data tables: the rows of both passes,
-    /// written once each by [`RowWriter::flush`] in (type, id) order, as the
+    /// written once each by [`ApplyWriter::flush`] in (type, id) order, as the
     /// reference core's single grouped query writes them.
     in_order: Option<BTreeMap<(String, String), Option<String>>>,
     /// Without app triggers: `in_order` is written out whenever it holds
@@ -159,7 +162,7 @@ struct RowWriter<'c> {
     held: usize,
 }
 
-impl<'c> RowWriter<'c> {
+impl<'c> ApplyWriter<'c> {
     fn row(&mut self, row: &Row<'_>) -> Result<()> {
         const CONTEXT: &str = "applying a checkpoint (sync_local)";
         let row_type: String = row.get(0).context(CONTEXT)?;

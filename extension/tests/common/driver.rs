@@ -19,6 +19,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+pub use oplite_test_data::session::{self, corrupt_checksum, requested_buckets};
 use oplite_test_data::ServerModel;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::Connection;
@@ -140,7 +141,7 @@ pub struct Driver {
 
 /// True when the instructions close the stream.
 pub fn closes(instructions: &Value) -> bool {
-    instructions.as_array().is_some_and(|items| items.iter().any(|i| i.get("CloseSyncStream").is_some()))
+    session::closes(Some(instructions))
 }
 
 fn completes(instructions: &Value) -> bool {
@@ -507,35 +508,6 @@ impl Driver {
             assert_eq!(op, last_op, "bucket {name} is not at the server's last op");
         }
         downloaded
-    }
-}
-
-/// The buckets `start`'s EstablishSyncStream requests (name -> after).
-pub fn requested_buckets(start: &Value) -> HashMap<String, i64> {
-    let request = start
-        .as_array()
-        .unwrap()
-        .iter()
-        .find_map(|i| i.get("EstablishSyncStream"))
-        .expect("EstablishSyncStream");
-    request["request"]["buckets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| (b["name"].as_str().unwrap().to_owned(), b["after"].as_str().unwrap().parse().unwrap()))
-        .collect()
-}
-
-/// Adds one to a random bucket's checksum in a checkpoint line.
-pub fn corrupt_checksum(line: &mut Value, pick: u64) {
-    let body = line.as_object_mut().unwrap().values_mut().next().unwrap();
-    let key = if body.get("buckets").is_some() { "buckets" } else { "updated_buckets" };
-    if let Some(buckets) = body[key].as_array_mut() {
-        if !buckets.is_empty() {
-            let i = pick as usize % buckets.len();
-            let checksum = buckets[i]["checksum"].as_u64().unwrap() as u32;
-            buckets[i]["checksum"] = Value::from(checksum.wrapping_add(1));
-        }
     }
 }
 

@@ -130,10 +130,7 @@ fn resolve_creates_defaults_drops_unknown_rows_and_ties_buckets() {
     let statuses = resolve(&db, &streams, &ids, &buckets, &mut out).unwrap();
     assert_eq!(
         out,
-        [Instruction::log(
-            Severity::Warning,
-            "Subscription to stream x (with parameters [1]) could not be resolved: no"
-        )]
+        ["Subscription to stream x (with parameters [1]) could not be resolved: no"]
     );
     assert_eq!(table(&db), ["1 x 1 0 None [1] Some(86400)", "3 d 1 1 None null None"]);
     let summary: Vec<(&str, Option<i32>, usize)> =

@@ -1,8 +1,9 @@
 //! Records seeded protocol sessions on the native build, for the web
 //! package's Node tests to replay against the wasm build.
 //!
-//! The sessions are those of `extension/tests/differential_sync.rs` (which
-//! checks the native build against the reference core): several buckets and
+//! The sessions are `oplite_test_data::session`'s, which
+//! `extension/tests/differential_sync.rs` also runs to check the native
+//! build against the reference core: several buckets and
 //! priorities, PUT/REMOVE/MOVE/CLEAR, rows shared by buckets, checksum
 //! mismatches, checkpoint diffs, interrupted streams and restarts, pending
 //! local writes and write checkpoints, JSON or BSON lines. Each file holds
@@ -12,9 +13,9 @@
 //!
 //!     cargo run -p oplite-wasm-native --bin record-sessions -- <out-dir> [seeds]
 
-use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
+use oplite_test_data::session::{Host, Payload, Session};
 use oplite_test_data::{ServerModel, ServerOptions};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::Connection;
@@ -53,29 +54,23 @@ fn normalise(value: &mut Value) {
     }
 }
 
-enum Arg<'a> {
-    Null,
-    Text(&'a str),
-    Blob(&'a [u8]),
-}
-
 struct Recorder {
     db: Connection,
     steps: Vec<Value>,
 }
 
 impl Recorder {
-    fn control(&mut self, op: &str, arg: Arg<'_>) -> Value {
+    fn record_control(&mut self, op: &str, arg: Payload<'_>) -> Value {
         let (call, result) = match arg {
-            Arg::Null => (
+            Payload::Null => (
                 json!({"op": op, "payload": null}),
                 self.run(|db| db.query_row("SELECT powersync_control(?1, NULL)", [op], |r| r.get::<_, SqlValue>(0))),
             ),
-            Arg::Text(t) => (
+            Payload::Text(t) => (
                 json!({"op": op, "payload": t}),
                 self.run(|db| db.query_row("SELECT powersync_control(?1, ?2)", (op, t), |r| r.get::<_, SqlValue>(0))),
             ),
-            Arg::Blob(b) => (
+            Payload::Blob(b) => (
                 json!({"op": op, "bson": b.iter().map(|x| format!("{x:02x}")).collect::<String>()}),
                 self.run(|db| db.query_row("SELECT powersync_control(?1, ?2)", (op, b), |r| r.get::<_, SqlValue>(0))),
             ),
@@ -101,7 +96,7 @@ impl Recorder {
         result
     }
 
-    fn execute(&mut self, sql: &str) {
+    fn record_sql(&mut self, sql: &str) {
         self.db.execute_batch(sql).unwrap();
         self.steps.push(json!({"call": {"sql": sql}, "expect": {"sql": "ok"}}));
     }
@@ -122,6 +117,30 @@ impl Recorder {
             out.insert(name.clone(), dump(&self.db, &dump_query(&self.db, &name)));
         }
         Value::Object(out)
+    }
+}
+
+/// One core whose every answer is recorded.
+impl Host for Recorder {
+    fn control(&mut self, op: &str, payload: Payload<'_>) -> Option<Value> {
+        Some(self.record_control(op, payload)).filter(Value::is_array)
+    }
+
+    fn execute(&mut self, sql: &str) {
+        self.record_sql(sql);
+    }
+
+    /// A local write in SQL, as a host without a schema would do it.
+    fn local_write(&mut self, id: &str, n: u32, _kind: u64) {
+        self.record_sql(&format!(
+            "BEGIN;
+             INSERT INTO ps_crud(data, tx_id) VALUES('{{\"op\":\"PUT\",\"id\":\"{id}\",\"type\":\"items\",\"data\":{{\"local\":{n}}}}}', {n});
+             INSERT OR REPLACE INTO ps_kv(key, value) VALUES('target_checkpoint_request_id', 9223372036854775807);
+             DELETE FROM ps_kv WHERE key IN ('last_seen_checkpoint_request_id', 'last_applied_checkpoint_request_id');
+             INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES('items', '{id}');
+             INSERT OR REPLACE INTO ps_untyped(type, id, data) VALUES('items', '{id}', '{{\"local\":{n}}}');
+             COMMIT;"
+        ));
     }
 }
 
@@ -151,174 +170,20 @@ fn dump(db: &Connection, sql: &str) -> Value {
     json!({"sql": sql, "rows": rows})
 }
 
-#[derive(Clone, Copy)]
-enum Encoding {
-    Json,
-    Bson,
-}
-
-struct Session {
-    rec: Recorder,
-    server: ServerModel,
-    encoding: Encoding,
-    next_write_checkpoint: i64,
-    local_writes: u32,
-}
-
-fn closed(answer: &Value) -> bool {
-    answer.as_array().is_some_and(|items| items.iter().any(|i| i.get("CloseSyncStream").is_some()))
-}
-
-impl Session {
-    fn send(&mut self, line: &Value) -> Value {
-        match self.encoding {
-            Encoding::Json => self.rec.control("line_text", Arg::Text(&line.to_string())),
-            Encoding::Bson => {
-                let bytes = oplite_test_data::bson::from_json(line);
-                self.rec.control("line_binary", Arg::Blob(&bytes))
-            }
-        }
-    }
-
-    fn local_write(&mut self) {
-        self.local_writes += 1;
-        let id = format!("row{}", self.server.rng.below(12));
-        let n = self.local_writes;
-        self.rec.execute(&format!(
-            "BEGIN;
-             INSERT INTO ps_crud(data, tx_id) VALUES('{{\"op\":\"PUT\",\"id\":\"{id}\",\"type\":\"items\",\"data\":{{\"local\":{n}}}}}', {n});
-             INSERT OR REPLACE INTO ps_kv(key, value) VALUES('target_checkpoint_request_id', 9223372036854775807);
-             DELETE FROM ps_kv WHERE key IN ('last_seen_checkpoint_request_id', 'last_applied_checkpoint_request_id');
-             INSERT OR IGNORE INTO ps_updated_rows(row_type, row_id) VALUES('items', '{id}');
-             INSERT OR REPLACE INTO ps_untyped(type, id, data) VALUES('items', '{id}', '{{\"local\":{n}}}');
-             COMMIT;"
-        ));
-    }
-
-    fn upload(&mut self) {
-        self.rec.execute("DELETE FROM ps_crud");
-        let wc = self.next_write_checkpoint;
-        self.next_write_checkpoint += 1;
-        self.server.write_checkpoint = Some(wc);
-        self.rec.control("target_checkpoint_request_id", Arg::Text(&wc.to_string()));
-    }
-
-    /// One connection: start, one to three checkpoints, stop (as in
-    /// differential_sync.rs).
-    fn iteration(&mut self) {
-        let start = self.rec.control("start", Arg::Null);
-        let request = start
-            .as_array()
-            .unwrap()
-            .iter()
-            .find_map(|i| i.get("EstablishSyncStream"))
-            .expect("EstablishSyncStream")
-            .clone();
-        let mut after: HashMap<String, i64> = request["request"]["buckets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| (b["name"].as_str().unwrap().to_owned(), b["after"].as_str().unwrap().parse().unwrap()))
-            .collect();
-        let mut sent: Option<BTreeMap<String, Value>> = None;
-        let rounds = 1 + self.server.rng.below(3);
-        for round in 0..rounds {
-            if round > 0 {
-                self.server.mutate(8);
-            }
-            let mut line = match &sent {
-                Some(previous) if self.server.rng.chance(60) => self.server.checkpoint_diff_line(previous),
-                _ => self.server.checkpoint_line(),
-            };
-            if self.server.rng.chance(6) {
-                corrupt_checksum(&mut line, self.server.rng.below(1000));
-            }
-            sent = Some(self.server.checkpoint_entries());
-            for bucket in self.server.buckets.iter().map(|b| b.name.clone()).collect::<Vec<_>>() {
-                after.entry(bucket).or_insert(0);
-            }
-            after.retain(|name, _| self.server.buckets.iter().any(|b| &b.name == name));
-            if closed(&self.send(&line)) {
-                return;
-            }
-            let lines = self.server.data_lines(&after);
-            let mut last_priority = None;
-            for (priority, data) in lines {
-                if last_priority.is_some_and(|p| p != priority) && self.server.rng.chance(40) {
-                    let partial = json!({"partial_checkpoint_complete": {
-                        "last_op_id": self.server.last_op_id().to_string(),
-                        "priority": last_priority.unwrap(),
-                    }});
-                    if closed(&self.send(&partial)) {
-                        return;
-                    }
-                }
-                last_priority = Some(priority);
-                if self.server.rng.chance(3) {
-                    self.rec.control("stop", Arg::Null);
-                    return;
-                }
-                let bucket = data["data"]["bucket"].as_str().unwrap().to_owned();
-                let last = data["data"]["next_after"].as_str().unwrap().parse().unwrap();
-                self.send(&data);
-                after.insert(bucket, last);
-            }
-            if self.server.rng.chance(12) {
-                self.local_write();
-            }
-            let complete = json!({"checkpoint_complete": {"last_op_id": self.server.last_op_id().to_string()}});
-            if closed(&self.send(&complete)) {
-                return;
-            }
-            if self.local_writes > 0 && self.server.rng.chance(50) {
-                self.upload();
-                self.rec.control("completed_upload", Arg::Null);
-            }
-            if self.server.rng.chance(10) {
-                let seconds = self.server.rng.below(60) as i64 - 5;
-                self.send(&json!({"token_expires_in": seconds}));
-                return;
-            }
-        }
-        self.rec.control("stop", Arg::Null);
-    }
-}
-
-fn corrupt_checksum(line: &mut Value, pick: u64) {
-    let body = line.as_object_mut().unwrap().values_mut().next().unwrap();
-    let key = if body.get("buckets").is_some() { "buckets" } else { "updated_buckets" };
-    if let Some(buckets) = body[key].as_array_mut() {
-        if !buckets.is_empty() {
-            let i = pick as usize % buckets.len();
-            let checksum = buckets[i]["checksum"].as_u64().unwrap() as u32;
-            buckets[i]["checksum"] = Value::from(checksum.wrapping_add(1));
-        }
-    }
-}
-
 fn record(seed: u64) -> Vec<Value> {
     let db = Connection::open_in_memory().unwrap();
     oplite::register(&db).unwrap();
     db.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").unwrap();
     let mut rec = Recorder { db, steps: Vec::new() };
-    rec.execute(&format!("UPDATE ps_kv SET value = '{CLIENT_ID}' WHERE key = 'client_id'"));
+    rec.record_sql(&format!("UPDATE ps_kv SET value = '{CLIENT_ID}' WHERE key = 'client_id'"));
     let strategy = ["incremental", "from_scratch", "auto"][(seed % 3) as usize];
     rec.steps.push(json!({"call": {"sql": format!("SELECT oplite_sync_local_strategy('{strategy}')")}, "expect": null}));
     rec.db.query_row(&format!("SELECT oplite_sync_local_strategy('{strategy}')"), [], |_| Ok(())).unwrap();
     let options = ServerOptions { buckets: 1 + (seed % 4) as usize, ..Default::default() };
-    let mut session = Session {
-        rec,
-        server: ServerModel::new(seed, options),
-        encoding: if seed.is_multiple_of(3) { Encoding::Bson } else { Encoding::Json },
-        next_write_checkpoint: 1,
-        local_writes: 0,
-    };
-    for _ in 0..4 {
-        session.server.mutate(15);
-        session.iteration();
-    }
-    let tables = session.rec.tables();
-    let mut steps = session.rec.steps;
+    let mut session = Session::new(rec, ServerModel::new(seed, options), seed);
+    session.run();
+    let tables = session.host.tables();
+    let mut steps = session.host.steps;
     steps.push(json!({"tables": tables}));
     steps
 }

@@ -9,49 +9,22 @@
 //!
 //! `ps_migration.down_migrations` holds a JSON array of `{"sql": "..."}`
 //! objects, run in order.
+//!
+//! Imports run one way: this module moves between versions; [`adopt`]
+//! converts a database the PowerSync core wrote, after [`core_upgrade`]
+//! brings an older core's database to the core version it starts from; the
+//! list of versions is a leaf both read.
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use crate::adopt;
+pub mod adopt;
+pub mod core_upgrade;
+mod versions;
+
+pub use versions::{Migration, LATEST_VERSION, MIGRATIONS};
+
 use crate::error::{OpliteError, Result, SqliteResultExt};
-
-/// One internal schema version.
-pub struct Migration {
-    /// The version this migration brings the database to.
-    pub version: i64,
-    /// SQL from version - 1 to version.
-    pub up: &'static str,
-    /// SQL from version back to version - 1.
-    pub down: &'static str,
-}
-
-/// Every version, in order. The last one is [`LATEST_VERSION`].
-pub const MIGRATIONS: &[Migration] = &[
-    Migration {
-        version: 1,
-        up: include_str!("../../sql/migrations/0001_initial.up.sql"),
-        down: include_str!("../../sql/migrations/0001_initial.down.sql"),
-    },
-    Migration {
-        version: 2,
-        up: include_str!("../../sql/migrations/0002_raw_tables.up.sql"),
-        down: include_str!("../../sql/migrations/0002_raw_tables.down.sql"),
-    },
-    Migration {
-        version: 3,
-        up: include_str!("../../sql/migrations/0003_oplog_key_through_row.up.sql"),
-        down: include_str!("../../sql/migrations/0003_oplog_key_through_row.down.sql"),
-    },
-    Migration {
-        version: 4,
-        up: include_str!("../../sql/migrations/0004_oplite_kv.up.sql"),
-        down: include_str!("../../sql/migrations/0004_oplite_kv.down.sql"),
-    },
-];
-
-/// The internal schema version this build writes.
-pub const LATEST_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
 
 /// SQL: the table that records applied versions.
 const CREATE_MIGRATION_TABLE: &str =

@@ -14,9 +14,9 @@
 
 use rusqlite::Connection;
 
-use crate::client_id::random_uuid;
 use crate::error::{Result, SqliteResultExt};
 use crate::schema::quote;
+use crate::uuid::random_uuid;
 
 /// The core version `adopt` starts from.
 pub const TARGET: i64 = 14;
@@ -42,19 +42,19 @@ enum Step {
 
 /// The change to each core version, from 2 to [`TARGET`].
 const STEPS: &[(i64, Step)] = &[
-    (2, Step::Sql(include_str!("../../sql/migrations/core/02_transactions.sql"))),
-    (3, Step::KeyValue(include_str!("../../sql/migrations/core/03_kv.sql"))),
-    (4, Step::Sql(include_str!("../../sql/migrations/core/04_op_checksum.sql"))),
-    (5, Step::BucketIds(include_str!("../../sql/migrations/core/05_bucket_ids.sql"))),
+    (2, Step::Sql(include_str!("../../../sql/migrations/core/02_transactions.sql"))),
+    (3, Step::KeyValue(include_str!("../../../sql/migrations/core/03_kv.sql"))),
+    (4, Step::Sql(include_str!("../../../sql/migrations/core/04_op_checksum.sql"))),
+    (5, Step::BucketIds(include_str!("../../../sql/migrations/core/05_bucket_ids.sql"))),
     (6, Step::DanglingRows),
-    (7, Step::Sql(include_str!("../../sql/migrations/core/07_sync_state.sql"))),
-    (8, Step::Sql(include_str!("../../sql/migrations/core/08_sync_state_key.sql"))),
-    (9, Step::Sql(include_str!("../../sql/migrations/core/09_bucket_counts.sql"))),
+    (7, Step::Sql(include_str!("../../../sql/migrations/core/07_sync_state.sql"))),
+    (8, Step::Sql(include_str!("../../../sql/migrations/core/08_sync_state_key.sql"))),
+    (9, Step::Sql(include_str!("../../../sql/migrations/core/09_bucket_counts.sql"))),
     (10, Step::Nothing),
-    (11, Step::Sql(include_str!("../../sql/migrations/core/11_stream_subscriptions.sql"))),
-    (12, Step::Sql(include_str!("../../sql/migrations/core/12_downloaded_size.sql"))),
-    (13, Step::Sql(include_str!("../../sql/migrations/core/13_microsecond_times.sql"))),
-    (14, Step::Sql(include_str!("../../sql/migrations/core/14_local_checkpoints.sql"))),
+    (11, Step::Sql(include_str!("../../../sql/migrations/core/11_stream_subscriptions.sql"))),
+    (12, Step::Sql(include_str!("../../../sql/migrations/core/12_downloaded_size.sql"))),
+    (13, Step::Sql(include_str!("../../../sql/migrations/core/13_microsecond_times.sql"))),
+    (14, Step::Sql(include_str!("../../../sql/migrations/core/14_local_checkpoints.sql"))),
 ];
 
 /// SQL: the triggers on the views the core generated (their definition ends

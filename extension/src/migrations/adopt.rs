@@ -19,7 +19,8 @@
 
 use rusqlite::Connection;
 
-use crate::core_upgrade;
+use super::core_upgrade;
+use super::versions::LATEST_VERSION;
 use crate::error::{OpliteError, Result, SqliteResultExt};
 
 /// The PowerSync core's internal schema version this module converts from.
@@ -27,7 +28,7 @@ pub const CORE_VERSION: i64 = core_upgrade::TARGET;
 
 /// SQL: from the core's version 14 to oplite's version 1 (without the
 /// `ps_migration` row, which the caller writes).
-const ADOPT: &str = include_str!("../../sql/migrations/adopt_powersync_core.sql");
+const ADOPT: &str = include_str!("../../../sql/migrations/adopt_powersync_core.sql");
 
 /// SQL: is `ps_buckets` missing oplite's own stats column? Every oplite
 /// version has it; the PowerSync core never had it.
@@ -48,7 +49,7 @@ pub fn adopt(db: &Connection, mut version: i64, step_down: impl Fn(&Connection, 
     if version < core_upgrade::OLDEST {
         return Err(OpliteError::SchemaVersion {
             found: version,
-            latest: crate::migrations::LATEST_VERSION,
+            latest: LATEST_VERSION,
             message: "ps_buckets was written by a PowerSync core, but ps_migration records none of its \
                       versions; delete the database file to sync from scratch"
                 .into(),
