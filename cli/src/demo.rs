@@ -74,6 +74,14 @@ pub fn peak_rss_bytes() -> Option<u64> {
 }
 
 /// Runs the demo.
+/// The summary of a run that synced; any other end is an error.
+fn synced(summary: sync::Summary) -> Result<sync::Summary, Error> {
+    match summary.outcome {
+        sync::Outcome::Synced => Ok(summary),
+        _ => Err(Error::NotSynced(Box::new(summary))),
+    }
+}
+
 pub fn run(options: &DemoOptions) -> Result<(), Error> {
     let spec = StreamSpec::by_name(&options.shape, options.ops).ok_or_else(|| {
         Error::Usage(format!("unknown shape {:?} (one of {})", options.shape, StreamSpec::SHAPES.join(", ")))
@@ -101,7 +109,7 @@ pub fn run(options: &DemoOptions) -> Result<(), Error> {
     sync_options.stop_when = StopWhen::Synced;
     sync_options.progress = options.progress;
     sync_options.verbose = options.verbose;
-    let summary = sync::run(&db, &sync_options)?;
+    let summary = synced(sync::run(&db, &sync_options)?)?;
     crate::print_summary(&summary, &options.db);
 
     if options.round_trip {
@@ -116,7 +124,7 @@ pub fn run(options: &DemoOptions) -> Result<(), Error> {
         let mut again = sync_options.clone();
         again.progress = false;
         again.timeout = Some(Duration::from_secs(60));
-        let round = sync::run(&db, &again)?;
+        let round = synced(sync::run(&db, &again)?)?;
         let stats = service.stats();
         // Through the schema's view when there is one, else ps_untyped.
         let edited_data: String = conn

@@ -21,7 +21,7 @@
 //! the bucket positions the next `start` sends are committed with them.
 
 use std::cell::Cell;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::types::Value as SqlValue;
@@ -151,6 +151,8 @@ pub const LINES_PER_COMMIT: usize = 32;
 /// A database with oplite registered and initialised.
 pub struct Database {
     conn: Connection,
+    /// The file, for messages that name it.
+    path: PathBuf,
     /// Data lines stored in the open transaction, not yet committed.
     open_lines: Cell<Option<usize>>,
 }
@@ -158,8 +160,12 @@ pub struct Database {
 impl Database {
     /// Opens (or creates) `path`, registers oplite, sets WAL mode and runs
     /// `powersync_init()`.
+    /// A file that cannot be a database (a directory, a missing directory,
+    /// not SQLite, read-only) is refused at once with
+    /// [`Error::LocalDatabase`], naming the file and the cause.
     pub fn open(path: &Path) -> Result<Self, Error> {
-        let context = |e: rusqlite::Error| Error::Database(format!("{}: {e}", path.display()));
+        check_path(path)?;
+        let context = |e: rusqlite::Error| database_error(path, "", e);
         let conn = Connection::open(path).map_err(context)?;
         oplite::register(&conn).map_err(|e| Error::Database(format!("registering oplite: {e}")))?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(context)?;
@@ -167,9 +173,15 @@ impl Database {
         // checkpoints of the WAL, which is what the SDKs use too.
         conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).map_err(context)?;
         conn.execute_batch("PRAGMA synchronous = NORMAL").map_err(context)?;
-        let db = Database { conn, open_lines: Cell::new(None) };
+        if conn.is_readonly(rusqlite::MAIN_DB).map_err(context)? {
+            return Err(Error::LocalDatabase(format!(
+                "{} is read-only: the sync writes what it downloads into it",
+                path.display()
+            )));
+        }
+        let db = Database { conn, path: path.to_owned(), open_lines: Cell::new(None) };
         db.in_transaction(|conn| conn.query_row("SELECT powersync_init()", [], |_| Ok(())))
-            .map_err(|e| Error::Database(format!("powersync_init: {e}")))?;
+            .map_err(|e| database_error(path, "powersync_init: ", e))?;
         Ok(db)
     }
 
@@ -208,7 +220,7 @@ impl Database {
     pub fn control(&self, op: &str, payload: Payload<'_>) -> Result<Vec<Instruction>, Error> {
         let json = self
             .in_transaction(|conn| call_control(conn, op, payload))
-            .map_err(|e| Error::Engine(format!("powersync_control('{op}'): {e}")))?;
+            .map_err(|e| self.engine_error(&format!("powersync_control('{op}'): "), e))?;
         instructions_of(json)
     }
 
@@ -218,7 +230,7 @@ impl Database {
     /// is durable once [`Database::commit_lines`] (or any other call)
     /// commits.
     pub fn control_line(&self, op: &str, payload: Payload<'_>) -> Result<Vec<Instruction>, Error> {
-        let fail = |e: rusqlite::Error| Error::Engine(format!("powersync_control('{op}'): {e}"));
+        let fail = |e: rusqlite::Error| self.engine_error(&format!("powersync_control('{op}'): "), e);
         let lines = match self.open_lines.get() {
             Some(lines) => lines,
             None => {
@@ -247,6 +259,16 @@ impl Database {
         }
     }
 
+    /// An error of the engine's call: [`Error::LocalDatabase`] when it says
+    /// the file itself is unusable (retrying cannot help), else
+    /// [`Error::Engine`].
+    fn engine_error(&self, context: &str, e: rusqlite::Error) -> Error {
+        match database_error(&self.path, context, e) {
+            Error::Database(message) => Error::Engine(message),
+            other => other,
+        }
+    }
+
     /// Data lines stored in the open transaction.
     pub fn open_lines(&self) -> usize {
         self.open_lines.get().unwrap_or(0)
@@ -254,7 +276,7 @@ impl Database {
 
     /// Commits the data lines stored since the last commit, if any.
     pub fn commit_lines(&self) -> Result<(), Error> {
-        self.commit_open_lines().map_err(|e| Error::Engine(format!("committing data lines: {e}")))
+        self.commit_open_lines().map_err(|e| self.engine_error("committing data lines: ", e))
     }
 
     fn commit_open_lines(&self) -> rusqlite::Result<()> {
@@ -442,6 +464,43 @@ impl Drop for Database {
     /// Lines stored but not committed are kept, as a commit would.
     fn drop(&mut self) {
         let _ = self.commit_open_lines();
+    }
+}
+
+/// Refuses paths that cannot hold a database before SQLite tries them:
+/// SQLite's own message for these is "unable to open database file".
+fn check_path(path: &Path) -> Result<(), Error> {
+    if path.is_dir() {
+        return Err(Error::LocalDatabase(format!("{} is a directory, not a database file", path.display())));
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(Error::LocalDatabase(format!(
+            "{}: the directory {} does not exist",
+            path.display(),
+            parent.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether an SQLite error says the file is unusable: corrupt, not a
+/// database, read-only, unopenable, full, or failing I/O.
+pub fn unusable_file(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::*;
+    matches!(
+        e.sqlite_error_code(),
+        Some(DatabaseCorrupt | NotADatabase | ReadOnly | CannotOpen | DiskFull | SystemIoFailure)
+    )
+}
+
+/// An error about the file at `path`: [`Error::LocalDatabase`] when the
+/// file is unusable, else [`Error::Database`].
+fn database_error(path: &Path, context: &str, e: rusqlite::Error) -> Error {
+    if unusable_file(&e) {
+        Error::LocalDatabase(format!("{}: {context}{e}", path.display()))
+    } else {
+        Error::Database(format!("{}: {context}{e}", path.display()))
     }
 }
 

@@ -28,7 +28,7 @@ pub mod sync;
 
 pub use credentials::TokenSource;
 pub use engine::Database;
-pub use sync::{run, Backoff, StopWhen, Summary, SyncOptions};
+pub use sync::{run, Backoff, Outcome, StopWhen, Summary, SyncOptions};
 
 /// Why a command failed.
 #[derive(Debug)]
@@ -41,10 +41,25 @@ pub enum Error {
     Http(String),
     /// No token could be had.
     Credentials(String),
-    /// `--timeout` passed before the sync completed; what was done so far.
-    Timeout(Box<Summary>),
+    /// The database file is unusable (corrupt, not a database, read-only,
+    /// missing its directory): retrying cannot help.
+    LocalDatabase(String),
+    /// A run that had to sync ended otherwise (see its outcome).
+    NotSynced(Box<Summary>),
     /// Bad arguments or input files.
     Usage(String),
+}
+
+impl Error {
+    /// The process exit code for this error (docs/cli.md, "Exit codes").
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) => 2,
+            Error::LocalDatabase(_) => 5,
+            Error::NotSynced(summary) => summary.outcome.exit_code(),
+            Error::Database(_) | Error::Engine(_) | Error::Http(_) | Error::Credentials(_) => 1,
+        }
+    }
 }
 
 impl std::fmt::Display for Error {
@@ -54,7 +69,8 @@ impl std::fmt::Display for Error {
             Error::Engine(m) => write!(f, "sync engine: {m}"),
             Error::Http(m) => write!(f, "http: {m}"),
             Error::Credentials(m) => write!(f, "credentials: {m}"),
-            Error::Timeout(s) => write!(f, "timed out after {:.1} s before a complete sync ({} lines received)", s.seconds, s.lines),
+            Error::LocalDatabase(m) => write!(f, "local database: {m}"),
+            Error::NotSynced(s) => write!(f, "{}", s.outcome.headline()),
             Error::Usage(m) => write!(f, "{m}"),
         }
     }
@@ -73,7 +89,10 @@ pub fn summary_text(summary: &Summary, db_path: &std::path::Path) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let rate = if summary.seconds > 0.0 { summary.ops as f64 / summary.seconds } else { 0.0 };
-    let _ = writeln!(out, "synced into {}", db_path.display());
+    let _ = match summary.outcome {
+        Outcome::Synced | Outcome::Stopped => writeln!(out, "{} into {}", summary.outcome.headline(), db_path.display()),
+        _ => writeln!(out, "{} ({} holds what was applied before)", summary.outcome.headline(), db_path.display()),
+    };
     let _ = writeln!(
         out,
         "  ops         {} downloaded into {}",

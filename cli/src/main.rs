@@ -39,10 +39,10 @@ struct SyncArgs {
     #[arg(long)]
     schema: Option<PathBuf>,
     /// The service URL, e.g. https://xyz.powersync.journeyapps.com
-    #[arg(long)]
+    #[arg(long, value_parser = endpoint_url)]
     endpoint: String,
-    /// A token (JWT) for the service.
-    #[arg(long, required_unless_present = "token_command", conflicts_with = "token_command")]
+    /// A token (JWT) for the service (or --token-command).
+    #[arg(long, conflicts_with = "token_command")]
     token: Option<String>,
     /// A shell command printing a fresh token; run again whenever the
     /// service asks for new credentials.
@@ -70,6 +70,10 @@ struct SyncArgs {
     /// Give up after this many seconds.
     #[arg(long)]
     timeout: Option<f64>,
+    /// With --once: give up after this many failed connection attempts in
+    /// a row (live mode retries until Ctrl-C).
+    #[arg(long, default_value_t = oplite_cli::sync::DEFAULT_MAX_ATTEMPTS)]
+    max_attempts: u32,
     /// Longest silence on the stream, in seconds, before reconnecting.
     #[arg(long, default_value_t = 90.0)]
     read_timeout: f64,
@@ -122,18 +126,26 @@ fn main() -> ExitCode {
             progress: !args.no_progress,
             round_trip: !args.no_round_trip,
             verbose: args.verbose,
-        }),
+        })
+        .map(|()| 0),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Error::Usage(message)) => {
-            eprintln!("oplite: {message}");
-            ExitCode::from(2)
-        }
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("oplite: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
+    }
+}
+
+/// `--endpoint`: an http(s) URL with a host, checked before anything runs
+/// (a typo would otherwise be retried as a network error).
+fn endpoint_url(text: &str) -> Result<String, String> {
+    let uri: ureq::http::Uri = text.parse().map_err(|e| format!("not a URL ({e}); give e.g. https://xyz.powersync.journeyapps.com"))?;
+    match (uri.scheme_str(), uri.host()) {
+        (Some("http" | "https"), Some(host)) if !host.is_empty() => Ok(text.to_owned()),
+        (Some(scheme), _) if scheme != "http" && scheme != "https" => Err(format!("{scheme}: not http or https")),
+        _ => Err("not an http(s) URL with a host, e.g. https://xyz.powersync.journeyapps.com".into()),
     }
 }
 
@@ -141,11 +153,17 @@ fn seconds(value: f64, flag: &str) -> Result<Duration, Error> {
     Duration::try_from_secs_f64(value).map_err(|_| Error::Usage(format!("{flag}: not a number of seconds: {value}")))
 }
 
-fn sync(args: SyncArgs) -> Result<(), Error> {
+/// `oplite sync`: the exit code of a run that ended without a fatal error
+/// (docs/cli.md, "Exit codes").
+fn sync(args: SyncArgs) -> Result<u8, Error> {
     let credentials = match (args.token, args.token_command) {
         (Some(token), None) => TokenSource::Fixed(token),
         (None, Some(command)) => TokenSource::Command(command),
-        _ => return Err(Error::Usage("give --token or --token-command".into())),
+        _ => {
+            return Err(Error::Usage(
+                "no token: give --token TOKEN, or --token-command COMMAND (a command that prints a fresh token, run again when it expires)".into(),
+            ))
+        }
     };
     let parameters = match &args.parameters {
         Some(text) => match serde_json::from_str(text).map_err(|e| Error::Usage(format!("--parameters: {e}")))? {
@@ -178,20 +196,13 @@ fn sync(args: SyncArgs) -> Result<(), Error> {
     options.stop_when = if args.once { StopWhen::Synced } else { StopWhen::Cancelled };
     options.timeout = args.timeout.map(|t| seconds(t, "--timeout")).transpose()?;
     options.read_timeout = seconds(args.read_timeout, "--read-timeout")?;
+    options.max_attempts = args.max_attempts;
     options.progress = !args.no_progress;
     options.verbose = args.verbose;
     let cancel = options.cancel.clone();
     ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst))
         .map_err(|e| Error::Usage(format!("installing the Ctrl-C handler: {e}")))?;
-    match oplite_cli::run(&db, &options) {
-        Ok(summary) => {
-            oplite_cli::print_summary(&summary, &args.db);
-            Ok(())
-        }
-        Err(Error::Timeout(summary)) => {
-            oplite_cli::print_summary(&summary, &args.db);
-            Err(Error::Timeout(summary))
-        }
-        Err(e) => Err(e),
-    }
+    let summary = oplite_cli::run(&db, &options)?;
+    oplite_cli::print_summary(&summary, &args.db);
+    Ok(summary.outcome.exit_code())
 }

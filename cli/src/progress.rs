@@ -4,8 +4,9 @@
 //! (`downloading.buckets.prio_N.{since_last, target_count}`); the bar shows
 //! their sums. Bytes come from the host, which sees the lines. On a
 //! terminal this is an indicatif bar on stderr; when stderr is not a
-//! terminal (a file, a CI log) it is a plain line every [`PLAIN_EVERY`]
-//! instead.
+//! terminal (a file, a CI log) it is a plain line at every change of phase
+//! (connecting, connected, downloading, applying, synced, reconnecting) and
+//! every [`PLAIN_EVERY`] while lines arrive, instead.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -164,32 +165,47 @@ impl Progress {
         Progress { bar, last: StatusSummary::default(), plain, phase: "connecting", bytes: 0 }
     }
 
+    /// A new phase; without a terminal, a change of phase is printed at
+    /// once (the periodic lines only come while lines arrive).
     fn set_phase(&mut self, phase: &'static str) {
+        let changed = self.phase != phase;
         self.phase = phase;
         self.bar.set_prefix(phase);
+        if changed {
+            self.plain_line_now();
+        }
+    }
+
+    /// The stream closed and the loop waits before reconnecting.
+    pub fn reconnecting(&mut self) {
+        self.set_phase("reconnecting");
     }
 
     /// Shows a new status.
     pub fn status(&mut self, status: &Value) {
         let summary = StatusSummary::from_status(status);
-        if summary.downloading {
+        let phase = if summary.downloading {
             // Everything is here: the engine is validating and applying.
             let complete = summary.total > 0 && summary.downloaded >= summary.total;
-            self.set_phase(if complete { "applying" } else { "downloading" });
             self.bar.set_length(summary.total.max(summary.downloaded));
             self.bar.set_position(summary.downloaded);
+            if complete { "applying" } else { "downloading" }
         } else if summary.connected {
-            self.set_phase(if summary.has_synced { "synced" } else { "connected" });
             if self.last.downloading {
                 // The checkpoint was applied: the bar is complete.
                 let len = self.bar.length().unwrap_or(0);
                 self.bar.set_position(len);
             }
+            if summary.has_synced { "synced" } else { "connected" }
         } else {
-            self.set_phase("connecting");
-        }
+            "connecting"
+        };
         self.last = summary;
-        self.maybe_plain_line();
+        if self.phase != phase {
+            self.set_phase(phase);
+        } else {
+            self.maybe_plain_line();
+        }
     }
 
     /// Shows the bytes received so far.
@@ -200,11 +216,15 @@ impl Progress {
     }
 
     fn maybe_plain_line(&mut self) {
-        let Some(timer) = &mut self.plain else { return };
-        if timer.due(Instant::now()) {
-            let (downloaded, total) = (self.bar.position(), self.bar.length().unwrap_or(0));
-            eprintln!("{}", plain_line(self.phase, downloaded, total, self.bytes, timer.started.elapsed()));
+        if self.plain.as_mut().is_some_and(|timer| timer.due(Instant::now())) {
+            self.plain_line_now();
         }
+    }
+
+    fn plain_line_now(&self) {
+        let Some(timer) = &self.plain else { return };
+        let (downloaded, total) = (self.bar.position(), self.bar.length().unwrap_or(0));
+        eprintln!("{}", plain_line(self.phase, downloaded, total, self.bytes, timer.started.elapsed()));
     }
 
     /// Shows a one-off event (reconnect, upload) above the bar, or on

@@ -37,7 +37,7 @@ use crate::checkpoint::{self, CheckpointMode, CheckpointPort, Failure};
 use crate::credentials::TokenSource;
 use crate::engine::{Database, Instruction, Payload, LINES_PER_COMMIT};
 use crate::http::{self, RequestError, StreamEvent};
-use crate::progress::Progress;
+use crate::progress::{Progress, StatusSummary};
 use crate::Error;
 
 /// Exponential backoff between reconnects.
@@ -78,6 +78,53 @@ pub enum StopWhen {
     Cancelled,
 }
 
+/// How a run ended, when it ended without a fatal error.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Outcome {
+    /// `--once`: a checkpoint was applied with nothing left to upload.
+    #[default]
+    Synced,
+    /// Live mode, stopped (Ctrl-C) while the database held a complete
+    /// checkpoint and nothing was being downloaded.
+    Stopped,
+    /// Stopped (Ctrl-C) before a complete sync, or in the middle of a
+    /// download in live mode.
+    Interrupted,
+    /// `--timeout` passed before a complete sync.
+    TimedOut { seconds: u64 },
+    /// `--once`: this many connection attempts in a row failed.
+    GaveUp { attempts: u32, last_error: String },
+}
+
+impl Outcome {
+    /// The exit code of `oplite sync` (docs/cli.md, "Exit codes").
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Outcome::Synced | Outcome::Stopped => 0,
+            Outcome::TimedOut { .. } => 3,
+            Outcome::GaveUp { .. } => 4,
+            Outcome::Interrupted => 130,
+        }
+    }
+
+    /// The first words of the summary.
+    pub fn headline(&self) -> String {
+        match self {
+            Outcome::Synced => "synced".into(),
+            Outcome::Stopped => "stopped (Ctrl-C), synced".into(),
+            Outcome::Interrupted => "interrupted (Ctrl-C) before a complete sync".into(),
+            Outcome::TimedOut { seconds } => format!("timed out after {seconds} s before a complete sync"),
+            Outcome::GaveUp { attempts, last_error } => {
+                format!("gave up after {attempts} failed connection attempts in a row (last: {last_error})")
+            }
+        }
+    }
+}
+
+/// Connection attempts in a row that may fail before `--once` gives up
+/// (with the default backoff, about 6 s of trying).
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+
 /// Everything a sync run needs.
 #[derive(Clone, Debug)]
 pub struct SyncOptions {
@@ -112,6 +159,9 @@ pub struct SyncOptions {
     pub upload_batch: usize,
     /// How write checkpoints are asked for after an upload.
     pub checkpoint_mode: CheckpointMode,
+    /// With [`StopWhen::Synced`]: give up after this many failed
+    /// connection attempts in a row (live mode retries until cancelled).
+    pub max_attempts: u32,
 }
 
 impl SyncOptions {
@@ -132,6 +182,7 @@ impl SyncOptions {
             read_timeout: Duration::from_secs(90),
             upload_batch: 100,
             checkpoint_mode: CheckpointMode::Legacy,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
         }
     }
 }
@@ -173,6 +224,8 @@ pub struct Summary {
     /// How sync_local applied the last checkpoint of the run
     /// ([`Database::last_apply`]); None when the run applied none.
     pub strategy: Option<String>,
+    /// How the run ended.
+    pub outcome: Outcome,
 }
 
 impl Summary {
@@ -208,6 +261,10 @@ struct Session<'a> {
     /// Requests mode: this connection's request counter was seeded, so ids
     /// can be allocated.
     requests_seeded: bool,
+    /// The last status had a download in progress.
+    downloading: bool,
+    /// Why the last connection attempt failed.
+    last_failure: String,
 }
 
 /// The checkpoint-request flow's access to the engine and the service.
@@ -299,7 +356,10 @@ impl<'a> Session<'a> {
         for instruction in instructions {
             match instruction {
                 Instruction::LogLine { severity, line } => self.log(format!("[{severity}] {line}")),
-                Instruction::UpdateSyncStatus(status) => self.progress.status(&status),
+                Instruction::UpdateSyncStatus(status) => {
+                    self.downloading = StatusSummary::from_status(&status).downloading;
+                    self.progress.status(&status);
+                }
                 Instruction::EstablishSyncStream { .. } => {
                     // Only expected from `start`, which the loop handles.
                 }
@@ -511,15 +571,20 @@ impl<'a> Session<'a> {
                                 "{m} (the token given with --token cannot be renewed; use --token-command)"
                             )));
                         }
+                        self.last_failure = m.clone();
                         self.refresh_credentials()?;
                     }
-                    RequestError::Other(m) => self.warn(format!("could not open the stream: {m}")),
+                    RequestError::Other(m) => {
+                        self.warn(format!("could not open the stream: {m}"));
+                        self.last_failure = m;
+                    }
                 }
                 return Ok(Reconnect::Later);
             }
         };
         self.summary.connections += 1;
         self.summary.binary = stream.binary;
+        self.log(format!("connected to {} ({})", self.options.endpoint, if stream.binary { "BSON" } else { "JSON" }));
         let established = self.db.control("connection", Payload::Text("established"))?;
         if let Some(close) = self.handle(established)? {
             return Ok(close);
@@ -567,7 +632,8 @@ impl<'a> Session<'a> {
                 }
                 Some(StreamEvent::Failed(message)) => {
                     self.summary.failed_connections += 1;
-                    self.warn(format!("stream failed: {message}; reconnecting"));
+                    self.warn(format!("stream failed: {message}"));
+                    self.last_failure = message;
                     self.end_connection()?;
                     return Ok(Reconnect::Later);
                 }
@@ -652,8 +718,9 @@ impl<'a> Session<'a> {
 }
 
 /// Runs the sync loop on `db` until `options.stop_when`, cancellation, the
-/// timeout, or a fatal error (the database, the engine, credentials that
-/// cannot be had). Network errors are retried.
+/// timeout, `options.max_attempts` failed connections (`--once`), or a
+/// fatal error (the database, the engine, credentials that cannot be had).
+/// Network errors are retried. The summary's outcome says how it ended.
 pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
     let started = Instant::now();
     let ops_before = db.ops_held()?;
@@ -675,7 +742,11 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
         refused_lines: 0,
         last_refusal: String::new(),
         requests_seeded: false,
+        downloading: false,
+        last_failure: String::new(),
     };
+    let mut failed_attempts: u32 = 0;
+    let mut gave_up = None;
     let mut backoff = options.backoff.clone();
     let result = (|| -> Result<(), Error> {
         // Local writes made while offline go first.
@@ -687,8 +758,15 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
             // Progress resets the delay: a checkpoint applied, or lines
             // received on a connection that did not fail.
             let failed = session.summary.failed_connections > failed_before;
+            let progressed = session.summary.checkpoints > checkpoints_before || session.summary.lines > lines_before;
             if session.summary.checkpoints > checkpoints_before || (session.summary.lines > lines_before && !failed) {
                 backoff.reset();
+            }
+            // An attempt that failed before anything arrived.
+            failed_attempts = if failed && !progressed { failed_attempts + 1 } else { 0 };
+            if options.stop_when == StopWhen::Synced && failed_attempts >= options.max_attempts.max(1) {
+                gave_up = Some(Outcome::GaveUp { attempts: failed_attempts, last_error: session.last_failure.clone() });
+                break;
             }
             if session.refused_lines >= MAX_REFUSED_LINES {
                 return Err(Error::Engine(format!(
@@ -701,7 +779,16 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
             }
             if let Reconnect::Later = reconnect {
                 let delay = backoff.next_delay();
-                session.log(format!("reconnecting in {delay:?}"));
+                session.progress.reconnecting();
+                if failed_attempts > 0 {
+                    let limit = match options.stop_when {
+                        StopWhen::Synced => format!(" of {}", options.max_attempts.max(1)),
+                        StopWhen::Cancelled => "; live mode retries until Ctrl-C".into(),
+                    };
+                    session.warn(format!("retrying in {:.1} s (failed attempt {failed_attempts}{limit})", delay.as_secs_f64()));
+                } else {
+                    session.log(format!("reconnecting in {delay:?}"));
+                }
                 let until = Instant::now() + delay;
                 while Instant::now() < until && !session.cancelled() {
                     std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
@@ -734,9 +821,16 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
     summary.rows = db.row_counts()?;
     summary.buckets = db.bucket_count()?;
     summary.seconds = started.elapsed().as_secs_f64();
-    if !session.done && options.stop_when == StopWhen::Synced && !options.cancel.load(Ordering::SeqCst) {
-        return Err(Error::Timeout(Box::new(summary)));
-    }
+    summary.outcome = if session.done {
+        Outcome::Synced
+    } else if let Some(gave_up) = gave_up {
+        gave_up
+    } else if options.cancel.load(Ordering::SeqCst) {
+        let synced = options.stop_when == StopWhen::Cancelled && summary.checkpoints > 0 && !session.downloading;
+        if synced { Outcome::Stopped } else { Outcome::Interrupted }
+    } else {
+        Outcome::TimedOut { seconds: options.timeout.map_or(0, |t| t.as_secs()) }
+    };
     Ok(summary)
 }
 

@@ -660,6 +660,8 @@ fn the_binary_keeps_syncing_until_interrupted_and_then_reports() {
     let output = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    // Synced and idle when stopped: exit 0, and the summary says both.
+    assert!(stdout.starts_with("stopped (Ctrl-C), synced into"), "{stdout}");
     assert!(stdout.contains("1,000 downloaded into 10 buckets"), "{stdout}");
 }
 

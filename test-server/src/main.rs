@@ -24,6 +24,23 @@ use oplite_test_server::{Dataset, ServiceOptions, TestService};
 
 const USAGE: &str = "usage: oplite-test-server [--port P] [--shape NAME] [--ops N] [--recorded FILE] [--token T]... [--keepalive-secs S]";
 
+const HELP: &str = "\
+The loopback stand-in for the PowerSync service, for tests and the demo (not a
+production server). Listens on 127.0.0.1 until killed and prints its URL.
+
+  --port P            port to listen on (default: any free port)
+  --shape NAME        generated stream: benchmark (default), wide, duplicates,
+                      many-buckets, single-bucket, or two-tables (lists, todos)
+  --ops N             ops in the generated stream (default 100000)
+  --recorded FILE     serve the buckets of a recorded NDJSON stream instead
+  --token T           accept this static token (repeatable; default: dev)
+  --keepalive-secs S  seconds between keep-alive lines (default 20)
+
+Endpoints: POST /sync/stream (JSON or BSON lines), GET /write-checkpoint2.json,
+POST /sync/checkpoint-request, POST /upload (the app backend's stand-in),
+GET /dev/token (a signed JWT), GET /dev/log, and /dev/ faults for tests
+(docs/cli.md, \"The loopback test service\").";
+
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
@@ -48,7 +65,7 @@ fn run() -> Result<(), String> {
             "--token" => tokens.push(value("--token")?),
             "--keepalive-secs" => keepalive = value("--keepalive-secs")?.parse().map_err(|e| format!("--keepalive-secs: {e}"))?,
             "-h" | "--help" => {
-                println!("{USAGE}");
+                println!("{USAGE}\n\n{HELP}");
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other:?}")),
