@@ -19,6 +19,8 @@ use serde_json::Value;
 pub struct StatusSummary {
     /// The stream is connected.
     pub connected: bool,
+    /// The engine is waiting for a stream to open.
+    pub connecting: bool,
     /// A checkpoint is being downloaded.
     pub downloading: bool,
     /// Ops downloaded for it so far.
@@ -34,6 +36,7 @@ impl StatusSummary {
     pub fn from_status(status: &Value) -> Self {
         let mut summary = StatusSummary {
             connected: status["connected"].as_bool().unwrap_or(false),
+            connecting: status["connecting"].as_bool().unwrap_or(false),
             has_synced: status["priority_status"]
                 .as_array()
                 .is_some_and(|p| p.iter().any(|s| s["has_synced"].as_bool() == Some(true))),
@@ -171,7 +174,7 @@ impl Progress {
         let changed = self.phase != phase;
         self.phase = phase;
         self.bar.set_prefix(phase);
-        if changed {
+        if changed && phase != "disconnected" {
             self.plain_line_now();
         }
     }
@@ -197,8 +200,12 @@ impl Progress {
                 self.bar.set_position(len);
             }
             if summary.has_synced { "synced" } else { "connected" }
-        } else {
+        } else if summary.connecting {
             "connecting"
+        } else {
+            // The iteration ended (a stop, or a closed stream the loop
+            // reports as "reconnecting" itself).
+            "disconnected"
         };
         self.last = summary;
         if self.phase != phase {
@@ -258,6 +265,27 @@ mod tests {
         let synced = json!({"connected": true, "priority_status": [{"priority": 2147483647, "last_synced_at": 1, "has_synced": true}], "downloading": null});
         let s = StatusSummary::from_status(&synced);
         assert_eq!((s.downloading, s.has_synced), (false, true));
+    }
+
+    #[test]
+    fn phases_follow_the_status_and_the_loop() {
+        let mut p = Progress::with_terminal(true, false);
+        let mut phases = Vec::new();
+        let statuses = [
+            json!({"connected": false, "connecting": true, "priority_status": [], "downloading": null}),
+            json!({"connected": true, "connecting": false, "priority_status": [], "downloading": null}),
+            json!({"connected": true, "priority_status": [], "downloading": {"buckets": {"prio_3": {"since_last": 1, "target_count": 2}}}}),
+            json!({"connected": true, "priority_status": [], "downloading": {"buckets": {"prio_3": {"since_last": 2, "target_count": 2}}}}),
+            json!({"connected": true, "priority_status": [{"has_synced": true}], "downloading": null}),
+            json!({"connected": false, "connecting": false, "priority_status": [{"has_synced": true}], "downloading": null}),
+        ];
+        for status in &statuses {
+            p.status(status);
+            phases.push(p.phase);
+        }
+        p.reconnecting();
+        phases.push(p.phase);
+        assert_eq!(phases, ["connecting", "connected", "downloading", "applying", "synced", "disconnected", "reconnecting"]);
     }
 
     #[test]
