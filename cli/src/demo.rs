@@ -16,6 +16,7 @@ use serde_json::json;
 use crate::engine::{Database, SchemaOutcome};
 use crate::local::{self, LocalWrite};
 use crate::progress::count_of;
+use crate::summary::{Outcome, Summary};
 use crate::sync::{self, StopWhen, SyncOptions};
 use crate::{Error, TokenSource};
 
@@ -75,9 +76,9 @@ pub fn peak_rss_bytes() -> Option<u64> {
 
 /// Runs the demo.
 /// The summary of a run that synced; any other end is an error.
-fn synced(summary: sync::Summary) -> Result<sync::Summary, Error> {
+fn synced(summary: Summary) -> Result<Summary, Error> {
     match summary.outcome {
-        sync::Outcome::Synced => Ok(summary),
+        Outcome::Synced => Ok(summary),
         _ => Err(Error::NotSynced(Box::new(summary))),
     }
 }

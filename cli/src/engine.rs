@@ -486,7 +486,7 @@ fn check_path(path: &Path) -> Result<(), Error> {
 
 /// Whether an SQLite error says the file is unusable: corrupt, not a
 /// database, read-only, unopenable, full, or failing I/O.
-pub fn unusable_file(e: &rusqlite::Error) -> bool {
+fn unusable_file(e: &rusqlite::Error) -> bool {
     use rusqlite::ErrorCode::*;
     matches!(
         e.sqlite_error_code(),
@@ -497,10 +497,11 @@ pub fn unusable_file(e: &rusqlite::Error) -> bool {
 /// An error about the file at `path`: [`Error::LocalDatabase`] when the
 /// file is unusable, else [`Error::Database`].
 fn database_error(path: &Path, context: &str, e: rusqlite::Error) -> Error {
+    let message = format!("{}: {context}{e}", path.display());
     if unusable_file(&e) {
-        Error::LocalDatabase(format!("{}: {context}{e}", path.display()))
+        Error::LocalDatabase(message)
     } else {
-        Error::Database(format!("{}: {context}{e}", path.display()))
+        Error::Database(message)
     }
 }
 

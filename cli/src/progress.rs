@@ -215,6 +215,11 @@ impl Progress {
         }
     }
 
+    /// Whether the last status had a download in progress.
+    pub fn downloading(&self) -> bool {
+        self.last.downloading
+    }
+
     /// Shows the bytes received so far.
     pub fn bytes(&mut self, bytes: u64) {
         self.bytes = bytes;

@@ -37,7 +37,8 @@ use crate::checkpoint::{self, CheckpointMode, CheckpointPort, Failure};
 use crate::credentials::TokenSource;
 use crate::engine::{Database, Instruction, Payload, LINES_PER_COMMIT};
 use crate::http::{self, RequestError, StreamEvent};
-use crate::progress::{Progress, StatusSummary};
+use crate::progress::Progress;
+use crate::summary::{Outcome, Summary};
 use crate::Error;
 
 /// Exponential backoff between reconnects.
@@ -76,49 +77,6 @@ pub enum StopWhen {
     Synced,
     /// Only when cancelled (Ctrl-C) or on a fatal error.
     Cancelled,
-}
-
-/// How a run ended, when it ended without a fatal error.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Outcome {
-    /// `--once`: a checkpoint was applied with nothing left to upload.
-    #[default]
-    Synced,
-    /// Live mode, stopped (Ctrl-C) while the database held a complete
-    /// checkpoint and nothing was being downloaded.
-    Stopped,
-    /// Stopped (Ctrl-C) before a complete sync, or in the middle of a
-    /// download in live mode.
-    Interrupted,
-    /// `--timeout` passed before a complete sync.
-    TimedOut { seconds: u64 },
-    /// `--once`: this many connection attempts in a row failed.
-    GaveUp { attempts: u32, last_error: String },
-}
-
-impl Outcome {
-    /// The exit code of `oplite sync` (docs/cli.md, "Exit codes").
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            Outcome::Synced | Outcome::Stopped => 0,
-            Outcome::TimedOut { .. } => 3,
-            Outcome::GaveUp { .. } => 4,
-            Outcome::Interrupted => 130,
-        }
-    }
-
-    /// The first words of the summary.
-    pub fn headline(&self) -> String {
-        match self {
-            Outcome::Synced => "synced".into(),
-            Outcome::Stopped => "stopped (Ctrl-C), synced".into(),
-            Outcome::Interrupted => "interrupted (Ctrl-C) before a complete sync".into(),
-            Outcome::TimedOut { seconds } => format!("timed out after {seconds} s before a complete sync"),
-            Outcome::GaveUp { attempts, last_error } => {
-                format!("gave up after {attempts} failed connection attempts in a row (last: {last_error})")
-            }
-        }
-    }
 }
 
 /// Connection attempts in a row that may fail before `--once` gives up
@@ -187,54 +145,6 @@ impl SyncOptions {
     }
 }
 
-/// What a run did.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Summary {
-    /// Ops downloaded (from the buckets' counters).
-    pub ops: u64,
-    /// Synced rows visible to the app, per table.
-    pub rows: Vec<(String, i64)>,
-    /// Lines received.
-    pub lines: u64,
-    /// Bytes of lines received.
-    pub bytes: u64,
-    /// Wall-clock time of the run.
-    pub seconds: f64,
-    /// Seconds from the first line to the first applied checkpoint.
-    pub first_sync_seconds: Option<f64>,
-    /// Checkpoints applied (DidCompleteSync).
-    pub checkpoints: u64,
-    /// The last write checkpoint an applied checkpoint confirmed.
-    pub confirmed_write_checkpoint: Option<i64>,
-    /// Streams opened.
-    pub connections: u64,
-    /// Streams that ended with an error or were refused.
-    pub failed_connections: u64,
-    /// Tokens fetched after the first.
-    pub credential_refreshes: u64,
-    /// ps_crud entries uploaded.
-    pub uploaded: u64,
-    /// Checkpoint requests posted (`--checkpoint-mode requests`): one per
-    /// connection, one per confirmed upload.
-    pub checkpoint_requests: u64,
-    /// Whether the lines were BSON.
-    pub binary: bool,
-    /// Buckets stored at the end.
-    pub buckets: i64,
-    /// How sync_local applied the last checkpoint of the run
-    /// ([`Database::last_apply`]); None when the run applied none.
-    pub strategy: Option<String>,
-    /// How the run ended.
-    pub outcome: Outcome,
-}
-
-impl Summary {
-    /// Total rows over all tables.
-    pub fn total_rows(&self) -> i64 {
-        self.rows.iter().map(|(_, n)| n).sum()
-    }
-}
-
 /// The loop's state.
 struct Session<'a> {
     db: &'a Database,
@@ -261,8 +171,6 @@ struct Session<'a> {
     /// Requests mode: this connection's request counter was seeded, so ids
     /// can be allocated.
     requests_seeded: bool,
-    /// The last status had a download in progress.
-    downloading: bool,
     /// Why the last connection attempt failed.
     last_failure: String,
 }
@@ -356,10 +264,7 @@ impl<'a> Session<'a> {
         for instruction in instructions {
             match instruction {
                 Instruction::LogLine { severity, line } => self.log(format!("[{severity}] {line}")),
-                Instruction::UpdateSyncStatus(status) => {
-                    self.downloading = StatusSummary::from_status(&status).downloading;
-                    self.progress.status(&status);
-                }
+                Instruction::UpdateSyncStatus(status) => self.progress.status(&status),
                 Instruction::EstablishSyncStream { .. } => {
                     // Only expected from `start`, which the loop handles.
                 }
@@ -742,7 +647,6 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
         refused_lines: 0,
         last_refusal: String::new(),
         requests_seeded: false,
-        downloading: false,
         last_failure: String::new(),
     };
     let mut failed_attempts: u32 = 0;
@@ -758,12 +662,13 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
             // Progress resets the delay: a checkpoint applied, or lines
             // received on a connection that did not fail.
             let failed = session.summary.failed_connections > failed_before;
-            let progressed = session.summary.checkpoints > checkpoints_before || session.summary.lines > lines_before;
-            if session.summary.checkpoints > checkpoints_before || (session.summary.lines > lines_before && !failed) {
+            let applied = session.summary.checkpoints > checkpoints_before;
+            let received = session.summary.lines > lines_before;
+            if applied || (received && !failed) {
                 backoff.reset();
             }
             // An attempt that failed before anything arrived.
-            failed_attempts = if failed && !progressed { failed_attempts + 1 } else { 0 };
+            failed_attempts = if failed && !applied && !received { failed_attempts + 1 } else { 0 };
             if options.stop_when == StopWhen::Synced && failed_attempts >= options.max_attempts.max(1) {
                 gave_up = Some(Outcome::GaveUp { attempts: failed_attempts, last_error: session.last_failure.clone() });
                 break;
@@ -826,7 +731,8 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
     } else if let Some(gave_up) = gave_up {
         gave_up
     } else if options.cancel.load(Ordering::SeqCst) {
-        let synced = options.stop_when == StopWhen::Cancelled && summary.checkpoints > 0 && !session.downloading;
+        let synced =
+            options.stop_when == StopWhen::Cancelled && summary.checkpoints > 0 && !session.progress.downloading();
         if synced { Outcome::Stopped } else { Outcome::Interrupted }
     } else {
         Outcome::TimedOut { seconds: options.timeout.map_or(0, |t| t.as_secs()) }

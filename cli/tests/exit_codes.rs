@@ -38,6 +38,12 @@ fn run(command: &mut Command) -> (i32, String, String) {
     ended(command.output().unwrap())
 }
 
+/// A local URL whose port nobody listens on: every attempt is refused.
+fn refused_endpoint() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    format!("http://127.0.0.1:{port}")
+}
+
 fn generated(ops: u64) -> TestService {
     TestService::start(ServiceOptions::new(Dataset::Generated(StreamSpec::benchmark(ops)))).unwrap()
 }
@@ -70,9 +76,7 @@ fn arguments_that_cannot_work_exit_2_before_anything_runs() {
 fn a_once_sync_gives_up_on_an_endpoint_that_refuses_connections() {
     let dir = scratch("gave-up");
     let db = dir.join("app.db");
-    // A port nobody listens on: every attempt is refused.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let endpoint = format!("http://127.0.0.1:{port}");
+    let endpoint = refused_endpoint();
     let started = Instant::now();
     let (code, first, stderr) = run(&mut sync(&db, &["--once", "--endpoint", &endpoint, "--token", "dev"]));
     assert_eq!(code, 4, "{first}\n{stderr}");
@@ -90,8 +94,7 @@ fn a_once_sync_gives_up_on_an_endpoint_that_refuses_connections() {
 fn live_mode_retries_until_the_timeout_and_says_so() {
     let dir = scratch("timed-out");
     let db = dir.join("app.db");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let endpoint = format!("http://127.0.0.1:{port}");
+    let endpoint = refused_endpoint();
     let (code, first, stderr) = run(&mut sync(&db, &["--timeout", "3", "--endpoint", &endpoint, "--token", "dev"]));
     assert_eq!(code, 3, "{first}\n{stderr}");
     assert!(first.starts_with("timed out after 3 s before a complete sync"), "{first}");

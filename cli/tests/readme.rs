@@ -10,6 +10,15 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
 }
 
+/// The loadable build: `$OPLITE_SO`, or `target/release/liboplite.so`.
+fn loadable() -> PathBuf {
+    let so = std::env::var_os("OPLITE_SO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target/release/liboplite.so"));
+    assert!(so.exists(), "{} is missing: run `cargo build --release -p oplite` first (scripts/test.sh does)", so.display());
+    so
+}
+
 /// The lines of `text` between the lines ending with `begin` and `end`.
 fn between<'a>(text: &'a str, begin: &str, end: &str) -> Vec<&'a str> {
     let mut lines = text.lines().skip_while(|l| !l.trim_end().ends_with(begin)).skip(1);
@@ -30,10 +39,7 @@ fn the_readme_shows_the_rusqlite_example_as_it_is_compiled() {
 
 #[test]
 fn the_rusqlite_example_loads_oplite_and_prints_its_version() {
-    let so = std::env::var_os("OPLITE_SO")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target/release/liboplite.so"));
-    assert!(so.exists(), "{} is missing: run `cargo build --release -p oplite` first (scripts/test.sh does)", so.display());
+    let so = loadable();
     // Examples are built next to the test binaries: target/<profile>/examples.
     let example = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().join("examples/load_extension");
     if !example.exists() {
@@ -53,10 +59,7 @@ fn the_rusqlite_example_loads_oplite_and_prints_its_version() {
 
 #[test]
 fn the_readme_sql_example_runs_as_shown() {
-    let so = std::env::var_os("OPLITE_SO")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target/release/liboplite.so"));
-    assert!(so.exists(), "{} is missing: run `cargo build --release -p oplite` first (scripts/test.sh does)", so.display());
+    let so = loadable();
     let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
     let sql = between(&readme, "```sql", "```").join("\n");
     let conn = rusqlite::Connection::open_in_memory().unwrap();
