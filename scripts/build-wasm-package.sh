@@ -39,6 +39,14 @@ rm -rf wasm/pkg-powersync-web
 mkdir -p wasm/pkg-powersync-web
 cp wasm/powersync-web/{index.js,index.d.ts,oplite-worker.js,oplite-host.js,package.json} wasm/pkg-powersync-web/
 cp wasm/pkg/{oplite.js,oplite.d.ts,oplite_wasm.js,oplite_wasm.d.ts,oplite_wasm_bg.wasm,oplite_wasm_bg.wasm.d.ts} wasm/pkg-powersync-web/
+# Both packages carry the workspace's version (scripts/package.sh names the
+# tarballs after it, and examples/web installs them by name).
+crate_version=$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)
+adapter_version=$(node -p 'require("./wasm/powersync-web/package.json").version')
+if [[ $adapter_version != "$crate_version" ]]; then
+  echo "[build-wasm-package] wasm/powersync-web/package.json has version $adapter_version, the workspace $crate_version: make them agree" >&2
+  exit 1
+fi
 raw=$(stat -c %s wasm/pkg/oplite_wasm_bg.wasm)
 gz=$(gzip -9 -c wasm/pkg/oplite_wasm_bg.wasm | wc -c)
 echo "[build-wasm-package] wasm/pkg/oplite_wasm_bg.wasm: $raw bytes, $gz gzip -9"

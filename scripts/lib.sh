@@ -25,11 +25,15 @@ npm_lock_matches() {
 apt_ensure() {
   local missing=() item
   for item in "$@"; do command -v "${item%%:*}" >/dev/null || missing+=("${item#*:}"); done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  echo "installing ${missing[*]}" >&2
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2 \
+  [[ ${#missing[@]} -eq 0 ]] || apt_install "${missing[@]}"
+}
+
+# Installs Debian packages (apt-get as root, updating the lists if needed).
+apt_install() {
+  echo "installing $*" >&2
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >&2 \
     || { as_root apt-get update >&2 &&
-         as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2; }
+         as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >&2; }
   as_root apt-get clean >&2
 }
 
@@ -56,4 +60,28 @@ debian_cargo() {
   [[ ${1:-} == -- ]] && shift
   env PATH="/usr/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 \
     "${settings[@]}" /usr/bin/cargo "$@"
+}
+
+# Installs DIR's packages (npm ci from its lockfile) when they differ from
+# the lockfile or better-sqlite3's native addon is missing. The addon is
+# compiled from source (no prebuilt binary from GitHub), against the
+# installed Node's own headers when it ships them (Debian and NodeSource
+# packages put them in <prefix>/include/node), so nothing is downloaded
+# from nodejs.org. DIR/package.json's allowScripts lets npm 11 run
+# better-sqlite3's install script.
+npm_ci_better_sqlite3() {
+  local dir=$1 addon=$1/node_modules/better-sqlite3/build/Release/better_sqlite3.node tool prefix
+  if npm_lock_matches "$dir" && [[ -f $addon ]]; then
+    echo "npm packages in $dir already installed"
+    return 0
+  fi
+  for tool in python3 make g++; do
+    command -v "$tool" >/dev/null || { echo "$tool is required to compile better-sqlite3 (apt-get install python3 make g++)" >&2; return 1; }
+  done
+  prefix=$(node -p 'require("path").resolve(process.execPath, "../..")')
+  if [[ -z ${npm_config_nodedir:-} && -f $prefix/include/node/node_api.h ]]; then
+    export npm_config_nodedir=$prefix
+  fi
+  (cd "$dir" && npm_config_build_from_source=true npm ci --no-audit --no-fund --ignore-scripts=false --foreground-scripts)
+  [[ -f $addon ]] || { echo "npm ci did not build better-sqlite3's native addon ($addon): were install scripts disabled (npm config get ignore-scripts)?" >&2; return 1; }
 }
