@@ -13,11 +13,16 @@ function check(what, ok, detail = '') {
 try {
   const { open } = await import('oplite-wasm');
   const db = await open({ name: 'fresh-app', vfs: 'memory' });
-  await db.execute('SELECT powersync_init()');
+  const inTransaction = async (sql, params) => {
+    await db.execute('BEGIN');
+    await db.execute(sql, params);
+    await db.execute('COMMIT');
+  };
+  await inTransaction('SELECT powersync_init()');
   const [{ v }] = await db.query('SELECT oplite_version() AS v');
   check('oplite-wasm opens a database with oplite loaded', /^oplite /.test(v), v);
   const schema = { tables: [{ name: 'notes', columns: [{ name: 'body', type: 'text' }] }] };
-  await db.execute('SELECT powersync_replace_schema(?)', [JSON.stringify(schema)]);
+  await inTransaction('SELECT powersync_replace_schema(?)', [JSON.stringify(schema)]);
   await db.execute("INSERT INTO notes (id, body) VALUES (uuid(), 'hello')");
   const [{ n }] = await db.query('SELECT count(*) AS n FROM ps_crud');
   check('a local write reaches the upload queue', n === 1, String(n));

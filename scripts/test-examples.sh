@@ -9,9 +9,10 @@
 #      headless Chromium, OPFS and IndexedDB)
 #   5. the README's programs and the docs' snippets (scripts/check-snippets.py,
 #      with apsw from PyPI in a virtual environment under target/)
-# Needs what the build phases built: target/release/liboplite.so,
-# oplite-test-server and the web packages (wasm/pkg, wasm/pkg-powersync-web);
-# scripts/package.sh builds the native ones when they are missing.
+# Needs the web packages (wasm/pkg, wasm/pkg-powersync-web) that
+# scripts/build-wasm-package.sh builds; scripts/package.sh builds the native
+# artefacts, or with --no-build (as scripts/test.sh passes, after its build
+# phase) packages what is built.
 # OPLITE_SKIP_WASM=1 skips the web steps (2 and 4). Ends with one line
 # `examples: N passed, M failed`.
 set -euo pipefail
@@ -22,8 +23,8 @@ step() { printf '\n--- examples: %s (%ds)\n' "$*" $((SECONDS - start)); }
 passed=0 failed=()
 outcome() { if [[ $1 == 0 ]]; then passed=$((passed + 1)); else failed+=("$2"); fi; }
 
-step "packaging dist/ (scripts/package.sh)"
-bash scripts/package.sh
+step "packaging dist/ (scripts/package.sh $*)"
+bash scripts/package.sh "$@"
 version=$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)
 web=1
 [[ ${OPLITE_SKIP_WASM:-0} == 1 ]] && web=0
@@ -52,6 +53,8 @@ npm_ci_better_sqlite3 examples/node
 if [[ $web == 1 ]]; then
   step "examples/web (npm install; node test.mjs)"
   chromium=$(ensure_chromium)
+  # The adapter from the tarball just packed, not a copy installed earlier.
+  rm -rf examples/web/node_modules/@oplite
   (cd examples/web && npm install --no-audit --no-fund && OPLITE_CHROMIUM=$chromium node test.mjs) && outcome 0 || outcome 1 "examples/web"
 fi
 
