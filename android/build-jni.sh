@@ -65,12 +65,15 @@ IFS=, read -r -a abis <<<"$ABIS"
 for abi in "${abis[@]}"; do
     triple="$(triple_of "$abi")"
     echo "[build-jni] $abi ($triple, API $API, profile $PROFILE)"
-    # `cargo rustc --crate-type cdylib` links the .so alone; the flags after
-    # `--` reach only that final link: 16 KB pages (Android 15+ devices with
-    # 16 KB pages refuse anything less) and a SONAME, so that SQLite's
-    # dlopen("liboplite.so") finds the copy System.loadLibrary loaded.
+    # `cargo rustc --crate-type cdylib` links the .so alone, with the feature
+    # `loadable` (as loadable/ builds the host's; this build needs the root
+    # workspace's `mobile` profile); the flags after `--` reach only that
+    # final link: 16 KB pages (Android 15+ devices with 16 KB pages refuse
+    # anything less) and a SONAME, so that SQLite's dlopen("liboplite.so")
+    # finds the copy System.loadLibrary loaded.
     CARGO_TARGET_DIR="$TARGET_DIR" cargo ndk --target "$abi" --platform "$API" \
-        rustc --profile "$PROFILE" --package oplite --lib --crate-type cdylib -- \
+        rustc --profile "$PROFILE" --package oplite --lib --crate-type cdylib \
+        --no-default-features --features loadable -- \
         -C link-arg=-Wl,-z,max-page-size=16384 -C link-arg=-Wl,-soname,liboplite.so
     so="$TARGET_DIR/$triple/$PROFILE/liboplite.so"
     mkdir -p "$OUT/jniLibs/$abi" "$module/libs/android.$abi"

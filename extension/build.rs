@@ -1,8 +1,20 @@
 //! Records the git revision so `powersync_rs_version()` and
-//! `oplite_version()` can report which build is loaded.
+//! `oplite_version()` can report which build is loaded, and refuses the
+//! feature `loadable` beside `static` or `bundled`.
 use std::process::Command;
 
 fn main() {
+    // Before rusqlite's own, less clear, compile error for the same mix
+    // (rusqlite is compiled before this crate, so a compile_error! here
+    // would come too late).
+    if std::env::var_os("CARGO_FEATURE_LOADABLE").is_some() && std::env::var_os("CARGO_FEATURE_STATIC").is_some() {
+        eprintln!(
+            "oplite's feature `loadable` excludes `static` and `bundled`, and this build has both, perhaps through \
+             another package's dependency on oplite: build the loadable extension alone, with \
+             `cargo build --release --manifest-path loadable/Cargo.toml` (docs/development.md, \"One build\")"
+        );
+        std::process::exit(1);
+    }
     let hash = Command::new("git")
         .args(["rev-parse", "--short=8", "HEAD"])
         .output()

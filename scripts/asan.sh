@@ -23,5 +23,5 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export OPLITE_CRASH_KILLS=${OPLITE_CRASH_KILLS:-40}
 export OPLITE_FUZZ_ITERS=${OPLITE_FUZZ_ITERS:-20000}
 export OPLITE_APPLY_OPS=${OPLITE_APPLY_OPS:-50000}
-cargo test -p oplite --no-default-features --features bundled --target "$host" --target-dir target/asan \
+cargo test -p oplite --target "$host" --target-dir target/asan \
   "${selection[@]}" -- --test-threads=2

@@ -106,8 +106,8 @@ total_start=$SECONDS
 for target in "${TARGETS[@]}"; do
     start=$SECONDS
     log "building $target (profile $PROFILE)"
-    # `cargo rustc --crate-type staticlib` builds the static library alone:
-    # the crate's cdylib type would need the platform's linker.
+    # `cargo rustc --crate-type staticlib` builds the static library (the
+    # crate itself is an rlib only), with fat LTO and no platform linker.
     debian_cargo \
         CARGO_TARGET_DIR="$TARGET_DIR" \
         -- rustc \

@@ -43,8 +43,11 @@ REFERENCE_CORE=$(REFERENCE_CORE_CACHE="$cache" bash scripts/reference-core.sh)
 echo "reference core downloaded and checked: $REFERENCE_CORE"
 export REFERENCE_CORE
 export OPLITE_SO="$root/target/release/liboplite.so"
+# The loadable extension's workspace resolves from its committed lock file
+# alone (the build phase builds it with --locked in the work tree).
+cargo metadata -q --locked --format-version 1 --manifest-path loadable/Cargo.toml >/dev/null
 # The clone's own tests: the upload-queue differential (the reference core)
 # and the CLI against the loopback service (recorded sessions in test-data/).
-CARGO_TARGET_DIR="$root/target/standalone" cargo test -q -p oplite --no-default-features --features bundled --test upload_queue
+CARGO_TARGET_DIR="$root/target/standalone" cargo test -q -p oplite --test upload_queue
 CARGO_TARGET_DIR="$root/target/standalone" cargo test -q -p oplite-cli --test end_to_end
 echo "standalone clone: ok"

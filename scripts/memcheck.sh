@@ -17,7 +17,7 @@ command -v valgrind >/dev/null || { apt-get install -y valgrind >/dev/null 2>&1 
 tests=(bad_input bad_input_table golden init upgrade fuzz)
 args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
-mapfile -t bins < <(cargo test -p oplite --no-default-features --features bundled "${args[@]}" --no-run \
+mapfile -t bins < <(cargo test -p oplite "${args[@]}" --no-run \
   --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*"' | cut -d'"' -f4)
 [[ ${#bins[@]} -eq ${#tests[@]} ]] || { echo "expected ${#tests[@]} test binaries, got ${#bins[@]}"; exit 1; }
 

@@ -31,9 +31,9 @@ case "${1:-}" in
 esac
 
 if [[ $build == 1 ]]; then
-  # Two commands: the loadable extension and the bundled-SQLite binaries
-  # cannot be built in one (docs/development.md, "One build").
-  cargo build --release -p oplite
+  # Two commands: the loadable extension is a workspace of its own, loadable/
+  # (docs/development.md, "One build").
+  cargo build --release --manifest-path loadable/Cargo.toml
   cargo build --release -p oplite-cli -p oplite-test-server
 fi
 
@@ -46,7 +46,7 @@ take() {
   local file=$1 dir=$2 how=$3
   if [[ -f $file ]]; then cp "$file" "$dir/"; else missing+=("$file ($how)"); fi
 }
-take target/release/liboplite.so dist/lib "cargo build --release -p oplite"
+take target/release/liboplite.so dist/lib "cargo build --release --manifest-path loadable/Cargo.toml"
 take include/oplite.h dist/include "in the repository"
 take target/release/oplite dist/bin "cargo build --release -p oplite-cli"
 take target/release/oplite-test-server dist/bin "cargo build --release -p oplite-test-server"

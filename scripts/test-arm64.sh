@@ -81,7 +81,7 @@ debian_cargo \
     -- test \
         -Zbuild-std=std,panic_unwind \
         --target "$TARGET" \
-        -p oplite --no-default-features --features bundled \
+        -p oplite \
         --lib "${tests[@]}" \
         -- "$@"
 echo "[test-arm64] built and ran in $((SECONDS - start))s"

@@ -13,7 +13,8 @@
 # needs and skips what is already there:
 #   - clients/node/node_modules (npm ci, when missing or not what
 #     package-lock.json pins); better-sqlite3 is compiled from source
-#   - the loadable extension (cargo build --release -p oplite) unless
+#   - the loadable extension (cargo build --release --manifest-path
+#     loadable/Cargo.toml) unless
 #     OPLITE_SO names a built one (scripts/test.sh builds it first)
 #   - the loopback service (cargo build --release -p oplite-test-server)
 # Environment: OPLITE_NODE_ROWS=n syncs n rows (default 100000);
@@ -59,7 +60,7 @@ fi
 
 step "building the loadable extension and the loopback service"
 if [[ -z ${OPLITE_SO:-} || ! -f ${OPLITE_SO:-} ]]; then
-  cargo build --release -p oplite
+  cargo build --release --manifest-path loadable/Cargo.toml
   OPLITE_SO=$PWD/target/release/liboplite.so
 fi
 nm -D --defined-only "$OPLITE_SO" | grep -q ' sqlite3_powersync_init$' || fail "$OPLITE_SO has no sqlite3_powersync_init"

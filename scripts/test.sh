@@ -51,8 +51,9 @@ export OPLITE_RECORD_SESSIONS=$PWD/target/debug/record-sessions
 
 # Phase specs: "name budget-seconds skip-variable command" ("-": never skipped).
 native=(
-  "house 30 - python3 scripts/check-house.py"
-  "build 300 - cargo build --release -p oplite -p oplite-test-server && cargo build -p oplite-wasm-native --bin record-sessions &&
+  "house 30 - python3 scripts/check-house.py && python3 scripts/check-one-build.py"
+  "build 300 - cargo build --release --locked --manifest-path loadable/Cargo.toml &&
+     cargo build --release -p oplite-test-server && cargo build -p oplite-wasm-native --bin record-sessions &&
      nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_powersync_init\$' &&
      nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_oplite_init\$'"
   "rust-tests 480 - cargo test-ext"
@@ -64,8 +65,7 @@ native=(
 )
 web=(
   "packages 300 - bash scripts/install-packages.sh"
-  "wasm-build 1100 OPLITE_SKIP_WASM bash scripts/build-wasm.sh oplite --no-default-features --features static &&
-     bash scripts/build-wasm-package.sh"
+  "wasm-build 1100 OPLITE_SKIP_WASM bash scripts/build-wasm-package.sh"
   "web-tests 180 OPLITE_SKIP_WASM phase_wait build && bash scripts/test-wasm.sh"
   "web-sdk 240 OPLITE_SKIP_WEB_SDK phase_wait build && bash scripts/test-web-sdk.sh"
   "examples 300 - phase_wait build && bash scripts/test-examples.sh --no-build"

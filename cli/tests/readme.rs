@@ -15,7 +15,7 @@ fn loadable() -> PathBuf {
     let so = std::env::var_os("OPLITE_SO")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace().join("target/release/liboplite.so"));
-    assert!(so.exists(), "{} is missing: run `cargo build --release -p oplite` first (scripts/test.sh does)", so.display());
+    assert!(so.exists(), "{} is missing: run `cargo build --release --manifest-path loadable/Cargo.toml` first (scripts/test.sh does)", so.display());
     so
 }
 

@@ -25,9 +25,13 @@
 //!
 //! | feature | artefact | SQLite |
 //! |---|---|---|
-//! | `loadable` (default) | `liboplite.so` for `load_extension` | the host's, through its routine table |
+//! | `loadable` | `liboplite.so` for `load_extension`, built by the workspace `loadable/` | the host's, through its routine table |
 //! | `static` | static library; `oplite_auto_extension()` | linked directly |
-//! | `bundled` | tests, benchmarks, the CLI | compiled in |
+//! | `bundled` (default) | tests, benchmarks, the CLI | compiled in |
+//!
+//! `loadable` excludes the other two: rusqlite cannot call SQLite both
+//! through a routine table and directly (the build script stops such a
+//! build with a message that says so).
 //!
 //! # Panics
 //!

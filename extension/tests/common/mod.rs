@@ -38,14 +38,15 @@ fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// The loadable build of oplite (`cargo build --release`), or $OPLITE_SO.
+/// The loadable build of oplite (`cargo build --release --manifest-path
+/// loadable/Cargo.toml`), or $OPLITE_SO.
 pub fn oplite_so() -> PathBuf {
     let path = std::env::var_os("OPLITE_SO")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target/release/liboplite.so"));
     assert!(
         path.exists(),
-        "{} is missing: run `cargo build --release` first (scripts/test.sh does)",
+        "{} is missing: run `cargo build --release --manifest-path loadable/Cargo.toml` first (scripts/test.sh does)",
         path.display()
     );
     path
