@@ -9,6 +9,9 @@
 # raw table in the SDK schema (run.mjs --raw-table): synced rows go into the
 # app's own table, local writes upload through the core's raw-table
 # triggers; also compared line by line (OPLITE_NODE_RAW=0 skips it).
+# Last, the way back (clients/node/switch-back.mjs): the SDK syncs on oplite,
+# runs oplite_uninstall(), and carries on with its bundled core on the same
+# file from the stored positions (OPLITE_NODE_SWITCH_BACK=0 skips it).
 # Called by scripts/test.sh unless OPLITE_SKIP_NODE=1. Installs what it
 # needs and skips what is already there:
 #   - clients/node/node_modules (npm ci, when missing or not what
@@ -84,7 +87,14 @@ if [[ ${OPLITE_NODE_RAW:-1} != 0 ]]; then
   OPLITE_SO=$OPLITE_SO OPLITE_TEST_SERVER=$OPLITE_TEST_SERVER node clients/node/run.mjs --mode legacy --raw-table ||
     failed+=("legacy (raw table)")
 fi
-# One check per compared pair of runs, for scripts/test.sh's count.
+if [[ ${OPLITE_NODE_SWITCH_BACK:-1} != 0 ]]; then
+  step "the way back: oplite, oplite_uninstall(), then the bundled core on the same file"
+  runs=$((runs + 1))
+  (cd clients/node && OPLITE_SO=$OPLITE_SO OPLITE_TEST_SERVER=$OPLITE_TEST_SERVER node switch-back.mjs) ||
+    failed+=("switch back")
+fi
+# One check per compared pair of runs (and the switch back), for
+# scripts/test.sh's count.
 echo "node-sdk: $((runs - ${#failed[@]})) passed, ${#failed[@]} failed"
 ((${#failed[@]} == 0)) || fail "the runs differ or failed in: ${failed[*]} (see above)"
 

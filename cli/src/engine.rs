@@ -469,7 +469,7 @@ impl Drop for Database {
 
 /// Refuses paths that cannot hold a database before SQLite tries them:
 /// SQLite's own message for these is "unable to open database file".
-fn check_path(path: &Path) -> Result<(), Error> {
+pub(crate) fn check_path(path: &Path) -> Result<(), Error> {
     if path.is_dir() {
         return Err(Error::LocalDatabase(format!("{} is a directory, not a database file", path.display())));
     }
@@ -496,7 +496,7 @@ fn unusable_file(e: &rusqlite::Error) -> bool {
 
 /// An error about the file at `path`: [`Error::LocalDatabase`] when the
 /// file is unusable, else [`Error::Database`].
-fn database_error(path: &Path, context: &str, e: rusqlite::Error) -> Error {
+pub(crate) fn database_error(path: &Path, context: &str, e: rusqlite::Error) -> Error {
     let message = format!("{}: {context}{e}", path.display());
     if unusable_file(&e) {
         Error::LocalDatabase(message)

@@ -18,6 +18,8 @@
 //! - [`local`]: local writes as an app makes them, through the schema's
 //!   views (for the demo and the tests).
 //! - [`demo`]: `oplite demo`: the loopback service and a 1M-op sync.
+//! - [`uninstall`]: `oplite uninstall`: the file back to the PowerSync
+//!   core's layout.
 
 pub mod checkpoint;
 pub mod credentials;
@@ -28,6 +30,7 @@ pub mod local;
 pub mod progress;
 pub mod summary;
 pub mod sync;
+pub mod uninstall;
 
 pub use credentials::TokenSource;
 pub use engine::Database;

@@ -4,6 +4,8 @@
 //!   with a PowerSync-compatible service.
 //! - `oplite demo`: the same against an embedded loopback test service with
 //!   a generated 1M-op stream.
+//! - `oplite uninstall --db app.db`: the file back to the PowerSync core's
+//!   layout.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +30,16 @@ enum Command {
     Sync(SyncArgs),
     /// Sync a generated 1M-op stream from an embedded loopback service.
     Demo(DemoArgs),
+    /// Give a database back to the PowerSync core: its layout, in place,
+    /// keeping what was synced and what is queued for upload.
+    Uninstall(UninstallArgs),
+}
+
+#[derive(Args)]
+struct UninstallArgs {
+    /// The database file.
+    #[arg(long)]
+    db: PathBuf,
 }
 
 #[derive(Args)]
@@ -128,6 +140,10 @@ fn main() -> ExitCode {
             verbose: args.verbose,
         })
         .map(|()| 0),
+        Command::Uninstall(args) => oplite_cli::uninstall::uninstall(&args.db).map(|report| {
+            println!("{}", oplite_cli::uninstall::summary(&args.db, &report));
+            0
+        }),
     };
     match result {
         Ok(code) => ExitCode::from(code),

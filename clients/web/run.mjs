@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { checklist } from '../scenario/checks.mjs';
 import { agreementSummary, compareRuns, sameValue } from '../scenario/compare.mjs';
 import { buildPage, launchBrowser, runInBrowser } from './browser.mjs';
 
@@ -35,17 +36,8 @@ if (!server) {
   process.exit(2);
 }
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'oplite-web-'));
-let passed = 0;
-let failed = 0;
-const check = (what, failures) => {
-  if (failures.length === 0) {
-    passed++;
-    console.log(`ok: ${what}`);
-  } else {
-    failed++;
-    console.error(`FAILED: ${what}:\n  ${failures.join('\n  ')}`);
-  }
-};
+const checks = checklist();
+const check = checks.check;
 
 const page = await buildPage(work);
 const browser = await launchBrowser(page);
@@ -139,5 +131,5 @@ try {
   await browser.close();
   fs.rmSync(work, { recursive: true, force: true });
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+console.log(checks.summary());
+process.exit(checks.failed === 0 ? 0 : 1);

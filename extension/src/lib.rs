@@ -18,6 +18,8 @@
 //! - [`kv`]: `ps_kv` and oplite's own `ps_oplite_kv`, their keys and accessors.
 //! - [`client_id`]: the client id and `powersync_init()`, which creates it;
 //!   [`uuid`] makes random UUIDs.
+//! - [`uninstall`]: `oplite_uninstall()`, the way back to the PowerSync
+//!   core's layout.
 //! - [`schema`]: the app's schema (views, triggers, typed data tables), the
 //!   upload queue, and the interface the sync apply writes rows through.
 //!
@@ -50,6 +52,7 @@ mod sql_args;
 pub mod sqlite;
 pub mod sync;
 pub mod sync_local;
+pub mod uninstall;
 pub mod uuid;
 
 use rusqlite::Connection;

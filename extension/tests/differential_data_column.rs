@@ -14,20 +14,8 @@
 mod common;
 
 use common::diff::{rows, Arg, Pair};
+use common::lines::op;
 use serde_json::{json, Value};
-
-/// One PUT (with data, sent verbatim) or REMOVE of a row of `row_type`.
-fn op(op_id: u32, row_type: &str, id: &str, data: Option<&str>) -> Value {
-    let mut entry = json!({"op_id": op_id.to_string(), "object_type": row_type, "object_id": id, "checksum": op_id});
-    match data {
-        Some(d) => {
-            entry["op"] = "PUT".into();
-            entry["data"] = d.into();
-        }
-        None => entry["op"] = "REMOVE".into(),
-    }
-    entry
-}
 
 /// Sends a checkpoint holding ops 1..=last of bucket `b` with `ops` as the
 /// new ones (and the write checkpoint, after an upload), and completes it.

@@ -1,6 +1,6 @@
 //! The registration hub of the SQL functions: [`register`] calls the
 //! `register(db)` of every module that defines functions, those here (one
-//! submodule per concern) and those of `schema/` and `sync/`. Nothing else
+//! submodule per concern) and those of `schema/`, `sync/` and `uninstall/`. Nothing else
 //! lives here, so no module needs to import from the hub; the checks every
 //! function makes on its arguments are in `sql_args.rs`.
 
@@ -21,5 +21,6 @@ pub fn register(db: &Connection) -> Result<()> {
     key_encoding::register(db)?;
     crate::sync::register(db)?;
     crate::schema::register(db)?;
+    crate::uninstall::register(db)?;
     Ok(())
 }

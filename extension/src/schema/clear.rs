@@ -59,8 +59,13 @@ pub fn set_sync_iteration_active(db: &Connection, active: bool) {
     client_data(db, &SYNC_ITERATION).active.store(active, Ordering::SeqCst);
 }
 
+/// Whether a sync iteration is running on `db`'s connection.
+pub fn sync_iteration_active(db: &Connection) -> bool {
+    client_data(db, &SYNC_ITERATION).active.load(Ordering::SeqCst)
+}
+
 fn refuse_during_sync(db: &Connection, function: &'static str) -> Result<()> {
-    if client_data(db, &SYNC_ITERATION).active.load(Ordering::SeqCst) {
+    if sync_iteration_active(db) {
         return Err(OpliteError::InvalidArgument {
             function,
             message: "Cannot clear or trigger resync while a sync iteration is active.".into(),

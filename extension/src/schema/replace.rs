@@ -329,7 +329,7 @@ fn update_data_table(db: &Connection, existing: &DataTable, d: &Desired<'_>) -> 
 
 /// `ALTER TABLE from RENAME TO to` without rewriting (or checking) other
 /// schema objects, which may refer to a table that is being replaced.
-fn rename_table(db: &Connection, from: &str, to: &str) -> Result<()> {
+pub(crate) fn rename_table(db: &Connection, from: &str, to: &str) -> Result<()> {
     let legacy: i64 = db.query_row("PRAGMA legacy_alter_table", [], |r| r.get(0)).context("reading legacy_alter_table")?;
     run(db, "PRAGMA legacy_alter_table = ON")?;
     let renamed = run(db, &format!("ALTER TABLE {} RENAME TO {}", identifier(from), identifier(to)));

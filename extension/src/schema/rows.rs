@@ -62,7 +62,7 @@ fn typed_parts(columns: &[String], id: &str, value: impl Fn(usize) -> String) ->
 
 /// The declared keys as the SQL literal of a JSON array, the `keys`
 /// argument of `oplite_field` and `oplite_row`.
-fn keys_literal(columns: &[String]) -> String {
+pub fn keys_literal(columns: &[String]) -> String {
     string(&serde_json::to_string(columns).unwrap_or_else(|_| "[]".to_owned()))
 }
 

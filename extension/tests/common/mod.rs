@@ -7,6 +7,7 @@ pub mod counting_vfs;
 pub mod diff;
 pub mod driver;
 pub mod fault_vfs;
+pub mod lines;
 pub mod wrapping_vfs;
 
 use std::path::PathBuf;
