@@ -9,15 +9,19 @@
 //! on the uninstalled file asks for the same buckets from the same
 //! positions. A second round adopts the uninstalled file with oplite again
 //! and goes on, compared with the core as every differential test is.
+//! Scripted sessions stop at chosen points; seeded ones (the shared
+//! `oplite_test_data::session`) wherever their seed leaves them.
 mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::cores::Cores;
 use common::diff::{normalise, rows, Answer, Arg, Pair};
 use common::lines::op;
 use common::driver::{open_file, stored_crud, TempDir};
 use common::{error_code, load, reference_so};
-use oplite_test_data::session::requested_buckets;
+use oplite_test_data::session::{requested_buckets, Session};
+use oplite_test_data::{ServerModel, ServerOptions};
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
@@ -127,10 +131,17 @@ impl Twin {
 
     /// Also the data tables' raw rows and the migration history, once both
     /// are in the core's layout.
-    fn compare_data_tables(&mut self) {
+    /// `exact_text`: the `data` texts must be equal, else the members they
+    /// hold (sorted, nulls left out): a row whose op was superseded by one
+    /// downloaded but not applied yet has its values, not its text, in
+    /// ps_oplog.
+    fn compare_data_tables(&mut self, exact_text: bool) {
         self.pair.extra_queries.push(("ps_migration".into(), "SELECT id, down_migrations FROM ps_migration ORDER BY id".into()));
+        let members = "(SELECT group_concat(key || '=' || type || ':' || coalesce(atom, value), ',') \
+                       FROM (SELECT * FROM json_each(data) WHERE type != 'null' ORDER BY key))";
+        let data = if exact_text { "data" } else { members };
         for table in ["ps_data__items", "ps_data__lists", "ps_data_local__drafts"] {
-            self.pair.extra_queries.push((table.into(), format!("SELECT id, data FROM {table} ORDER BY id")));
+            self.pair.extra_queries.push((table.into(), format!("SELECT id, {data} FROM {table} ORDER BY id")));
         }
     }
 
@@ -286,9 +297,10 @@ fn normalise_sql(sql: &str) -> String {
     out
 }
 
-/// The steps after the session: uninstall, compare, sync on with the core,
-/// adopt with oplite again, sync on again.
-fn uninstall_and_go_on(twin: Twin) {
+/// Uninstalls our file and checks that it is the core's: the internal
+/// layout before the core's replace_schema, all of `sqlite_master` after
+/// it, and every table and status.
+fn uninstall_and_compare(twin: Twin, exact_text: bool) -> Twin {
     let (mut twin, report) = twin.uninstall();
     assert_eq!(report["changed"], true, "{report}");
     assert_eq!(report["core_version"], 14, "{report}");
@@ -303,9 +315,16 @@ fn uninstall_and_go_on(twin: Twin) {
         replace_schema(db);
     }
     assert_eq!(schema(&twin.pair.ours, true), schema(&twin.pair.theirs, true), "sqlite_master differs from the core's");
-    twin.compare_data_tables();
+    twin.compare_data_tables(exact_text);
     twin.pair.assert_same_tables();
     twin.same_offline_status();
+    twin
+}
+
+/// The steps after a scripted session: uninstall and compare, sync on with
+/// the core, adopt with oplite again, sync on again.
+fn uninstall_and_go_on(twin: Twin) {
+    let mut twin = uninstall_and_compare(twin, true);
 
     // The core goes on from the stored positions, uploads the queue once.
     twin.sync_on();
@@ -383,6 +402,37 @@ fn with_stream_subscriptions() {
     twin.complete(7);
     twin.control("stop", Value::Null);
     uninstall_and_go_on(twin);
+}
+
+/// Seeded sessions (`oplite_test_data::session`: several buckets and
+/// priorities, checkpoint diffs, dropped streams, checksum failures, local
+/// writes and uploads) end wherever the seed leaves them, often mid-download
+/// or with uploads queued; then the uninstall, and more of the session on
+/// both files with the core, then with oplite adopting ours again.
+#[test]
+fn seeded_sessions_uninstall_and_go_on() {
+    let seeds = std::env::var("OPLITE_UNINSTALL_SEEDS").ok().and_then(|n| n.parse().ok()).unwrap_or(12u64);
+    for seed in 0..seeds {
+        let twin = Twin::new(&format!("uninstall-seed-{seed}"));
+        let options = ServerOptions { buckets: 1 + (seed % 4) as usize, ..Default::default() };
+        let mut session = Session::new(Cores(twin.pair), ServerModel::new(seed, options), seed);
+        session.run();
+        // The app disconnects first (the session may end with a stream open).
+        let mut twin = Twin { dir: twin.dir, pair: session.host.0 };
+        twin.control("stop", Value::Null);
+        let twin = uninstall_and_compare(twin, false);
+        session.host = Cores(twin.pair);
+        for _ in 0..2 {
+            session.server.mutate(10);
+            session.iteration();
+        }
+        let twin = Twin { dir: twin.dir, pair: session.host.0 }.adopt();
+        session.host = Cores(twin.pair);
+        session.server.mutate(10);
+        session.iteration();
+        session.host.0.assert_same_tables();
+        eprintln!("seed {seed}: uninstalled, synced on with the core, adopted again");
+    }
 }
 
 /// The refusals: outside a transaction, during a sync iteration. Each

@@ -3,6 +3,7 @@
 //! core loaded instead.
 #![allow(dead_code)]
 
+pub mod cores;
 pub mod counting_vfs;
 pub mod diff;
 pub mod driver;
