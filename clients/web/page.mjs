@@ -181,6 +181,7 @@ window.adapterChecks = async (config) => {
     out.watch = { first: seen[0], last: seen.at(-1) };
     const crud = await db.getAll('SELECT data FROM ps_crud ORDER BY id');
     out.crud = crud.map((r) => { const d = JSON.parse(r.data); return `${d.op} ${d.type} ${d.id} ${JSON.stringify(d.data ?? null)}`; });
+    out.twoInOnePage = await twoInOnePage(db, schema, config);
     Object.assign(out, await sdkTestChecks(db, sdk, out.notCompared));
   } catch (e) {
     out.failed = String(e?.stack ?? e);
@@ -189,6 +190,42 @@ window.adapterChecks = async (config) => {
   }
   return out;
 };
+
+// A second PowerSyncDatabase on the same file in this page, beside `first`,
+// as the SDK's own tests open them: each sees the other's writes, a watch
+// on one sees a write of the other, and the first goes on after the second
+// closes.
+async function twoInOnePage(first, schema, config) {
+  const second = new sdk.PowerSyncDatabase({ schema, ...databaseSource(config) });
+  const within = (promise, ms) => Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve('timed out'), ms))]);
+  try {
+    await within(second.init(), 10_000);
+    await second.execute("INSERT INTO notes (id, body, n) VALUES ('two', 'from the second', 2)");
+    const seenByFirst = (await first.getAll("SELECT body FROM notes WHERE id = 'two'")).map((r) => r.body);
+    const abort = new AbortController();
+    const watched = new Promise((resolve) => {
+      second.watch("SELECT count(*) AS n FROM notes WHERE id = 'one'", [], {
+        onResult: (r) => { if (r.rows._array[0].n === 1) resolve('seen'); },
+      }, { signal: abort.signal, throttleMs: 10 });
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await first.execute("INSERT INTO notes (id, body, n) VALUES ('one', 'from the first', 1)");
+    const watchOnSecond = await within(watched, 5000);
+    abort.abort();
+    const inTransaction = await second.writeTransaction(async (tx) => {
+      await tx.execute("INSERT INTO notes (id, body, n) VALUES ('three', 'in a transaction', 3)");
+      return (await tx.get('SELECT count(*) AS n FROM notes')).n;
+    });
+    await second.close();
+    const firstAfter = (await first.getAll("SELECT id FROM notes WHERE id IN ('one', 'two', 'three') ORDER BY id")).map((r) => r.id);
+    await first.execute("DELETE FROM notes WHERE id IN ('one', 'two', 'three')");
+    return { seenByFirst, watchOnSecond, inTransaction, firstAfter };
+  } catch (e) {
+    return { failed: String(e?.message ?? e) };
+  } finally {
+    await second.close().catch(() => {});
+  }
+}
 
 // What the web SDK's own browser tests (powersync-js packages/web/tests)
 // look at where a database adapter can differ, as checks run.mjs compares

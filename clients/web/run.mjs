@@ -95,13 +95,14 @@ try {
       }
       const sdkTests = bundled.schemaChange?.afterAlter.read.includes('b') && bundled.explain?.withIndex && !bundled.explain.afterDrop &&
         sameValue(bundled.parameters?.fewer, { value: { a: 1, b: null } }) && sameValue(bundled.temp?.table, { value: [{ x: 7 }] }) &&
-        bundled.readAfterWrite === 1 && bundled.watchOverflow?.atMostFour && bundled.configuration?.present;
+        bundled.readAfterWrite === 1 && bundled.watchOverflow?.atMostFour && bundled.configuration?.present &&
+        sameValue(bundled.twoInOnePage, { seenByFirst: ['from the second'], watchOnSecond: 'seen', inTransaction: 6, firstAfter: ['one', 'three', 'two'] });
       if (!sdkTests || !bundled.syntaxError || !bundled.constraintError || bundled.rollback?.rows?.length !== 1 || bundled.batch !== 4 || bundled.watch?.first !== 4 || bundled.watch?.last !== 3) {
         failures.push(`the SDK's own database did not show what the checks expect: ${JSON.stringify(bundled)}`);
       }
       console.log(`  not compared (${vfs}): SDK's own ${JSON.stringify(bundled.notCompared)}, oplite ${JSON.stringify(oplite.notCompared)}`);
       check(`${vfs}${inThread ? ' in the page (no Worker)' : ''}: the adapter contract through PowerSyncDatabase (errors, rollback, executeBatch, executeRaw, values, watch, ps_crud; ` +
-        'statements after a schema change, missing parameters, TEMP objects, getConfiguration, reads after writes, a throttled watch) as with the SDK\'s own database', failures);
+        'statements after a schema change, missing parameters, TEMP objects, getConfiguration, reads after writes, a throttled watch, two databases on one file in one page) as with the SDK\'s own database', failures);
     }
     for (const vfs of opts.vfs.split(',')) {
       const life = await browser.lifecycle(server, { vfs, rows });

@@ -1,0 +1,252 @@
+// One oplite database of this page, shared by every OpliteDBAdapter that
+// opens it: the Worker (or in-thread host) holding its connections, the
+// calls in flight, and the two lock queues. The SDK's own tests, and apps,
+// open two PowerSyncDatabase objects on one file in one page; with a
+// connection each, the second would find the file held (its OPFS handles
+// are exclusive and its Web Lock taken). Here the second adapter joins the
+// first's connection: their write locks take turns on one writer, their
+// read locks on one reader, and every adapter hears of every committed
+// table change. The connection closes with its last adapter.
+import { LockContext, queryResultWithoutRows } from '@powersync/common';
+
+// Open connections by storage and file name.
+const connections = new Map();
+
+/**
+ * The page's connection to `options.dbFilename` on `options.vfs`, opened
+ * on first use; `adapter` is told of table changes until it releases it.
+ * A later adapter's other options (cacheSizeKb, worker) are those of the
+ * connection already open.
+ */
+export function acquireConnection(options, adapter) {
+  const key = `${options.vfs}:${options.dbFilename}`;
+  let connection = connections.get(key);
+  if (connection == null || connection.closing) {
+    connection = new SharedConnection(options, () => {
+      if (connections.get(key) === connection) connections.delete(key);
+    });
+    connections.set(key, connection);
+  }
+  connection.adapters.add(adapter);
+  return connection;
+}
+
+/** The error a call got from the Worker, with SQLite's extended code when there is one. */
+function toError(error) {
+  const e = new Error(error.message);
+  e.name = error.name;
+  if (error.code != null) e.code = error.code;
+  return e;
+}
+
+// The SDK's RawQueryResult; its insertId is a number.
+function rawResult(result) {
+  return {
+    columnNames: result.columnNames,
+    rawRows: result.rawRows,
+    rowsAffected: result.changes,
+    insertId: typeof result.lastInsertRowid === 'bigint' ? Number(result.lastInsertRowid) : result.lastInsertRowid,
+  };
+}
+
+// The host of oplite-worker.js in this thread, behind the same messages.
+function inThreadHost(receive) {
+  const handle = import('./oplite-host.js').then(({ createHost }) => createHost(receive));
+  return {
+    postMessage(message) {
+      handle.then((h) => h(message), (e) => receive({ id: message.id, error: { name: e?.name ?? 'Error', message: String(e?.message ?? e) } }));
+    },
+    terminate() {},
+  };
+}
+
+// A pattern matching SQL that names one of `names` as a whole word; null
+// for none.
+function namePattern(names) {
+  if (names.length === 0) return null;
+  const escaped = names.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`(^|[^A-Za-z0-9_$])(${escaped.join('|')})($|[^A-Za-z0-9_$])`, 'i');
+}
+
+class OpliteLockContext extends LockContext {
+  #call;
+  #read;
+  constructor(call, read) {
+    super();
+    this.#call = call;
+    this.#read = read;
+  }
+  async executeRaw(sql, params) {
+    return rawResult(await this.#call(this.#read ? 'readRaw' : 'executeRaw', [sql, params ?? []]));
+  }
+  async executeBatch(sql, params = []) {
+    if (this.#read) {
+      let rowsAffected = 0;
+      let insertId;
+      for (const set of params) {
+        const result = rawResult(await this.#call('readRaw', [sql, set]));
+        rowsAffected += result.rowsAffected;
+        insertId = result.insertId;
+      }
+      return queryResultWithoutRows({ rowsAffected, insertId });
+    }
+    const result = await this.#call('executeBatch', [sql, params]);
+    return queryResultWithoutRows({ rowsAffected: result.changes, insertId: Number(result.lastInsertRowid) });
+  }
+}
+
+class SharedConnection {
+  adapters = new Set();
+  closing = null;
+  #name;
+  #worker;
+  #pending = new Map();
+  #nextId = 1;
+  #ready;
+  #queue = Promise.resolve();
+  #readQueue = Promise.resolve();
+  #hasReader = false;
+  // Whether the running write lock is the sync client's (the host says so
+  // at its powersync_control call; forgotten when the lock ends).
+  #syncing = false;
+  // The writer's TEMP tables and views, as a pattern matching a statement
+  // that names one (the host reports them after each statement that may
+  // create or drop one); null while there are none.
+  #tempNames = null;
+  // 'idb' commits reach IndexedDB after COMMIT: a write lock ends once
+  // they are there, so what the SDK was told is written survives a reload.
+  #durableAtRelease;
+  #forget;
+
+  constructor({ dbFilename, vfs, onLocked, cacheSizeKb, worker, wasmUrl, inThread }, forget) {
+    this.#name = dbFilename;
+    this.#forget = forget;
+    this.#durableAtRelease = vfs === 'idb';
+    if (inThread) this.#worker = inThreadHost((message) => this.#receive(message));
+    else if (typeof worker === 'function') this.#worker = worker();
+    else this.#worker = new Worker(worker ?? new URL('./oplite-worker.js', import.meta.url), { type: 'module', name: `oplite ${dbFilename}` });
+    this.#worker.onmessage = ({ data }) => this.#receive(data);
+    this.#worker.onerror = (event) => this.#failAll(new Error(`the oplite worker failed: ${event.message ?? 'unknown error'}`));
+    this.#ready = this.#call('open', [{ name: dbFilename, vfs, onLocked, cacheSizeKb, wasm: inThread ? wasmUrl : undefined }]).then((opened) => {
+      this.#hasReader = opened.reader;
+    });
+    // A connection that did not open (another tab holds the file) is not
+    // reused: the next adapter tries again.
+    this.#ready.catch(() => forget());
+  }
+
+  #call(method, args) {
+    return new Promise((resolve, reject) => {
+      const id = this.#nextId++;
+      this.#pending.set(id, { resolve, reject });
+      this.#worker.postMessage({ id, method, args });
+    });
+  }
+
+  #receive(data) {
+    if (data.event === 'tables') {
+      for (const adapter of this.adapters) adapter.connectionTablesChanged(data.tables);
+      return;
+    }
+    if (data.event === 'syncing') {
+      this.#syncing = true;
+      return;
+    }
+    const call = this.#pending.get(data.id);
+    if (call == null) return;
+    this.#pending.delete(data.id);
+    if (data.error) call.reject(toError(data.error));
+    else call.resolve(data.result);
+  }
+
+  #failAll(error) {
+    for (const call of this.#pending.values()) call.reject(error);
+    this.#pending.clear();
+  }
+
+  // A call of a lock context: notes what the host says of TEMP objects.
+  async #contextCall(method, args) {
+    // A read that names a TEMP table or view of the writer runs there, in
+    // a turn of its own on the writer's queue.
+    if (method === 'readRaw' && this.#tempNames?.test(args[0])) {
+      return this.exclusive(() => this.#contextCall('executeRaw', args));
+    }
+    const result = await this.#call(method, args);
+    if (Array.isArray(result?.tempNames)) this.#tempNames = namePattern(result.tempNames);
+    return result;
+  }
+
+  // Runs fn after everything queued before it on the writer (or, with
+  // read, on the reader, once the write locks asked for before it are
+  // released; see index.js). With timeoutMs, gives up waiting (the queue
+  // still runs in order behind the abandoned slot).
+  async exclusive(fn, options, read = false) {
+    if (this.closing) throw new Error(`database ${JSON.stringify(this.#name)} is closed`);
+    await this.#ready;
+    const onReader = read && this.#hasReader;
+    let before;
+    if (onReader) {
+      before = this.#syncing ? this.#readQueue : Promise.all([this.#readQueue, this.#queue]);
+    } else {
+      before = this.#queue;
+    }
+    let release;
+    const slot = new Promise((resolve) => { release = resolve; });
+    if (onReader) {
+      this.#readQueue = slot;
+    } else {
+      this.#queue = slot;
+      slot.then(() => { this.#syncing = false; });
+    }
+    const timeoutMs = options?.timeoutMs;
+    if (timeoutMs != null) {
+      let timer;
+      const timedOut = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for a lock on ${this.#name}`)), timeoutMs);
+      });
+      try {
+        await Promise.race([before, timedOut]);
+      } catch (e) {
+        before.then(release);
+        throw e;
+      } finally {
+        clearTimeout(timer);
+      }
+    } else {
+      await before;
+    }
+    try {
+      const result = await fn(new OpliteLockContext((method, args) => this.#contextCall(method, args), onReader));
+      if (!onReader && this.#durableAtRelease) await this.#call('durable', []);
+      return result;
+    } finally {
+      release();
+    }
+  }
+
+  /** The host's counters (Stats in oplite.d.ts), in a turn of the writer. */
+  stats(options) {
+    return this.exclusive(() => this.#call('stats', [options]));
+  }
+
+  /** `adapter` is done with the connection; the last one closes it. */
+  release(adapter) {
+    this.adapters.delete(adapter);
+    if (this.adapters.size > 0) return Promise.resolve();
+    this.closing ??= (async () => {
+      this.#forget();
+      try {
+        await this.#ready;
+        await this.#queue;
+        await this.#readQueue;
+        await this.#call('close', []);
+      } catch {
+        // Not opened (another tab holds it), or already failing: nothing to close.
+      } finally {
+        this.#worker.terminate();
+        this.#failAll(new Error(`database ${JSON.stringify(this.#name)} is closed`));
+      }
+    })();
+    return this.closing;
+  }
+}
