@@ -70,7 +70,7 @@ function probeQueries(db, everyMs, sql) {
       const adapterStats = typeof db.database.stats === 'function' ? await db.database.stats() : null;
       return { longestWaitMs: Math.round(longest), queries: count, partialCounts, rows: all,
                applySteps: adapterStats?.applySteps ?? null, longestStepMs: adapterStats?.longestStepMs ?? null, longestStep: adapterStats?.longestStep ?? null, slowSteps: adapterStats?.slowSteps ?? null, longestFlushMs: adapterStats?.longestFlushMs ?? null, longestSyncMs: adapterStats?.longestSyncMs ?? null,
-               longestCommitMs: adapterStats?.longestCommitMs ?? null, longestReadMs: adapterStats?.longestReadMs ?? null,
+               longestCommitMs: adapterStats?.longestCommitMs ?? null, unsteppedControlCalls: adapterStats?.unsteppedControlCalls ?? null, longestReadMs: adapterStats?.longestReadMs ?? null,
                longestReadSql: adapterStats?.longestReadSql ?? null,
                longestWaitFrom: longestAt, lastApply: adapterStats?.lastApply ?? null, stoppedAt: Date.now(), memoryHighwater: adapterStats?.memoryHighwater ?? null, wasmMemoryBytes: adapterStats?.wasmMemoryBytes ?? null };
     },

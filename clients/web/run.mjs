@@ -17,7 +17,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { checklist } from '../scenario/checks.mjs';
 import { agreementSummary, compareRuns, sameValue } from '../scenario/compare.mjs';
-import { buildPage, launchBrowser, runInBrowser } from './browser.mjs';
+import { ADAPTER_PACKAGE, buildPage, launchBrowser, runInBrowser } from './browser.mjs';
+import { sdkControlCalls } from './sdk-sql.mjs';
+
+const { CONTROL_CALL } = await import(path.join(ADAPTER_PACKAGE, 'oplite-host.js'));
 
 const { values: opts } = parseArgs({
   options: {
@@ -38,6 +41,12 @@ if (!server) {
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'oplite-web-'));
 const checks = checklist();
 const check = checks.check;
+
+// The adapter steps a checkpoint's apply at the SDK's powersync_control
+// call, which it recognises by CONTROL_CALL: every SQL statement of the
+// installed SDK that calls powersync_control must match it, or the apply
+// would silently stop being stepped after an SDK update.
+check('every powersync_control call in the installed @powersync packages is one the adapter recognises', sdkControlCalls().filter((sql) => !CONTROL_CALL.test(sql)));
 
 const page = await buildPage(work);
 const browser = await launchBrowser(page);
@@ -78,6 +87,7 @@ try {
           if (p.queries < 2) failures.push(`${r.key}: only ${p.queries} queries ran during the initial sync`);
         }
         if (oplite && rows >= 10000 && !(oplite.afterFirstSync.applySteps > 1)) failures.push(`${key} applied the initial sync in ${oplite.afterFirstSync.applySteps} steps`);
+        if (oplite && oplite.afterFirstSync.unsteppedControlCalls !== 0) failures.push(`${key}: ${oplite.afterFirstSync.unsteppedControlCalls} powersync_control calls the adapter did not recognise`);
         const which = key === 'inThread' ? 'oplite in the page (no Worker)' : 'oplite';
         check(oplite ? agreementSummary(`${label}, SDK database against ${which}`, reference, false) : `${label}: the SDK's own database alone`, failures);
       }

@@ -82,6 +82,31 @@ export interface Stats {
   longestCallMs: number;
   /** 'idb' only: IndexedDB transactions written. */
   idbBatches?: number;
+  /** Apply steps run by control() with a Reader open, or by applyInSteps(). */
+  applySteps: number;
+  /** The longest of those steps, ms, and what it was. */
+  longestStepMs: number;
+  longestStep: ApplyStep;
+  /** The first 20 steps that took over 60 ms. */
+  slowSteps: ApplyStep[];
+  /** The longest cacheFlush and syncFile between steps, ms. */
+  longestFlushMs: number;
+  longestSyncMs: number;
+  /** When (Date.now()) the last stepped apply started and ended; null before one. */
+  lastApply: { start: number; end: number | null } | null;
+}
+
+export interface ApplyStep {
+  ms: number;
+  /** Rows asked for, and the apply's stage the step worked on (1 the walk, 2 ordered writes through triggers). */
+  rows: number;
+  stage: number;
+  /** What the step grew: wasm memory, temporary-file and database bytes written. */
+  grewMemory: number;
+  tempBytes: number;
+  dbBytes: number;
+  /** Its number among all steps. */
+  at?: number;
 }
 
 export declare class Database {
@@ -96,11 +121,20 @@ export declare class Database {
   /** Whether a transaction is open, after the calls queued before this one. */
   inTransaction(): Promise<boolean>;
   /**
-   * powersync_control(op, payload) in its own transaction. Sync events
-   * resolve to instructions; the checkpoint-request ops (target_, seed_,
+   * powersync_control(op, payload) in its own transaction (with a Reader
+   * open, a checkpoint's apply runs in steps first, as applyInSteps). Sync
+   * events resolve to instructions; the checkpoint-request ops (target_, seed_,
    * next_, current_checkpoint_request_id; ids as decimal strings) to a value.
    */
   control(op: ControlOp, payload?: string | Uint8Array | null): Promise<Instruction[] | SqlValue>;
+  /**
+   * For a host that runs powersync_control(op, payload) itself, inside a
+   * transaction it opened with execute(): call first, in that transaction.
+   * If the call will apply a checkpoint, writes its rows now in steps, the
+   * event loop turning between them (a Reader's queries run meanwhile).
+   * Resolves to whether it stepped.
+   */
+  applyInSteps(op: ControlOp, payload?: string | Uint8Array | null): Promise<boolean>;
   /**
    * Runs fn inside BEGIN IMMEDIATE ... COMMIT (ROLLBACK if it throws). Nothing
    * else runs on this database until fn settles: use tx, not the Database,

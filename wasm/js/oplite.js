@@ -21,6 +21,7 @@
 // the lock cannot write the file twice.
 
 import initWasm, * as wasm from './oplite_wasm.js';
+import { ApplyPacer } from './apply-pacing.js';
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 
@@ -325,6 +326,7 @@ export class Database extends Queries {
   #onClose;
   #longestCallMs = 0;
   #inTransaction = false;
+  #pacer = new ApplyPacer();
 
   constructor(raw, name, vfs, store, onClose) {
     super();
@@ -381,9 +383,42 @@ export class Database extends Queries {
     return this.#run(fn);
   }
 
-  /** powersync_control(op, payload) in its own transaction; resolves to the parsed instructions. */
+  /**
+   * powersync_control(op, payload) in its own transaction; resolves to the
+   * parsed instructions. With a Reader open, a call that applies a
+   * checkpoint writes its rows in steps first (apply-pacing.js), so the
+   * Reader's queries run during the apply.
+   */
   control(op, payload) {
-    return this.#run((raw) => controlResult(raw.control(op, payload ?? null)));
+    if (this.#readers.size === 0) return this.#run((raw) => controlResult(raw.control(op, payload ?? null)));
+    return this.transaction(async (tx) => {
+      const raw = this._raw();
+      await this.#pacer.run({
+        prepare: () => tx.get('SELECT oplite_apply_prepare(?, ?) AS p', [op, payload ?? null]).p,
+        step: (rows) => tx.get('SELECT oplite_apply_step(?) AS s', [rows]).s,
+        cacheFlush: () => raw.cacheFlush(),
+        syncFile: () => raw.syncFile(),
+        stats: () => raw.stats(false),
+      });
+      return tx.control(op, payload);
+    });
+  }
+
+  /**
+   * For a host that runs powersync_control(op, payload) itself, in a
+   * transaction it opened with execute(): call this first, in that
+   * transaction. If the call will apply a checkpoint, its rows are written
+   * now, in steps, with the event loop turning between them (see
+   * control()). Resolves to whether it stepped.
+   */
+  applyInSteps(op, payload) {
+    return this.#pacer.run({
+      prepare: async () => (await this.executeRaw('SELECT oplite_apply_prepare(?, ?)', [op, payload ?? null])).rawRows[0][0],
+      step: async (rows) => (await this.executeRaw('SELECT oplite_apply_step(?)', [rows])).rawRows[0][0],
+      cacheFlush: () => this.cacheFlush(),
+      syncFile: () => this.syncFile(),
+      stats: () => this._queued((raw) => raw.stats(false)),
+    });
   }
 
   /**
@@ -451,6 +486,7 @@ export class Database extends Queries {
     await this.#queue;
     const out = this._raw().stats(reset);
     out.longestCallMs = this.#longestCallMs;
+    Object.assign(out, this.#pacer.report());
     if (this.#store != null) out.idbBatches = this.#store.batches;
     if (reset) this.#longestCallMs = 0;
     return out;

@@ -1,6 +1,7 @@
 // Types of @oplite/powersync-web (index.js).
 import { DBAdapter, DBLockOptions, LockContext, SQLOpenFactory } from '@powersync/common';
 import type { Stats, Vfs } from './oplite.js';
+export type { ApplyStep } from './oplite.js';
 
 export interface OpliteOpenOptions {
   /** 1-128 characters from A-Z a-z 0-9 - _ . (not starting with a dot). */
@@ -24,29 +25,15 @@ export declare class OpliteOpenFactory implements SQLOpenFactory {
   openDB(): OpliteDBAdapter;
 }
 
-/** oplite-wasm's counters, and the checkpoint applies written in steps so far. */
+/** oplite-wasm's counters (with its apply steps), and the adapter's own. */
 export interface AdapterStats extends Stats {
-  /** Apply steps run (reads are served between them). */
-  applySteps: number;
-  /** The longest step, in ms. */
-  longestStepMs: number;
-  /** The longest step, and (the first 20) steps over 60 ms: its rows asked for, stage (1 the walk, 2 ordered writes through triggers), the wasm memory it grew and the temporary-file bytes it wrote, and its number. */
-  longestStep: ApplyStep;
-  slowSteps: ApplyStep[];
+  /** powersync_control calls the adapter did not recognise, so did not apply in steps (should stay 0). */
+  unsteppedControlCalls: number;
   /** The longest COMMIT of a write lock, in ms. */
   longestCommitMs: number;
   /** The longest statement of a read lock, in ms, and its SQL (first 200 characters). */
   longestReadMs: number;
   longestReadSql: string | null;
-}
-
-export interface ApplyStep {
-  ms: number;
-  rows: number;
-  stage: number;
-  grewMemory: number;
-  tempBytes: number;
-  at: number;
 }
 
 /** oplite-wasm in a dedicated Worker: write locks on one connection, read locks on a read-only second one ('memory': one queue). */

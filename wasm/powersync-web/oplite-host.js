@@ -6,12 +6,11 @@
 //
 // Two connections: the writer, and (for 'opfs' and 'idb') a read-only
 // reader that serves read locks. A checkpoint's apply is written in steps
-// before the SDK's powersync_control call that applies it (see
-// applyInSteps); the event loop turns between steps, so reads run
-// meanwhile, on the reader, which sees the last committed state: the
-// module's VFS keeps the page images the writer overwrites for it
-// (wasm/src/snapshot.rs). Every FLUSH_EVERY_MS of steps the writer writes
-// and syncs what it changed, so its COMMIT is short.
+// before the SDK's powersync_control call that applies it (oplite.js
+// applyInSteps, paced by apply-pacing.js); the event loop turns between
+// steps, so reads run meanwhile, on the reader, which sees the last
+// committed state: the module's VFS keeps the page images the writer
+// overwrites for it (wasm/src/snapshot.rs).
 //
 // Messages: {id, method, args} -> {id, result} or {id, error}; after each
 // committed write transaction, {event: 'tables', tables}; when the SDK's
@@ -20,8 +19,17 @@
 // statement that may have created or dropped one.
 import { open } from './oplite.js';
 
-// The SDK's call (BucketStorageAdapter's rawPowerSyncControl).
-const CONTROL = /^\s*SELECT\s+CAST\s*\(\s*powersync_control\s*\(\s*\?\s*,\s*\?\s*\)\s+AS\s+TEXT\s*\)\s*$/i;
+// A statement that calls powersync_control with two bound parameters, the
+// op and the payload, in whatever SQL around it: the SDK's sync client
+// (BucketStorageAdapter's rawPowerSyncControl, 'SELECT CAST(powersync_control(?, ?)
+// AS TEXT)') and its subscription calls. oplite_apply_prepare decides from
+// the op and payload whether the call applies a checkpoint. A statement that
+// names powersync_control otherwise (the op written into the SQL) is not
+// stepped: it is counted (stats().unsteppedControlCalls) and reported once
+// on the console, so a change in the SDK cannot turn the stepped apply off
+// unseen; clients/web checks every such statement of the installed SDK.
+export const CONTROL_CALL = /\bpowersync_control\s*\(\s*\?\s*,\s*\?\s*\)/i;
+const NAMES_CONTROL = /\bpowersync_control\b/i;
 // The SDK's readTransaction opens with BEGIN IMMEDIATE; on the reader a
 // deferred BEGIN gives the same snapshot without asking for the writer's lock.
 const BEGIN_WRITE = /^\s*BEGIN\s+(IMMEDIATE|EXCLUSIVE)(\s+TRANSACTION)?\s*;?\s*$/i;
@@ -30,57 +38,14 @@ const COMMIT = /^\s*(COMMIT|END)(\s+TRANSACTION)?\s*;?\s*$/i;
 // own: the reader cannot see them, so the adapter sends the reads that
 // name one to the writer).
 const TEMP_DDL = /\b(TEMP|TEMPORARY)\b|^\s*DROP\b/i;
-// An apply step should take about this long; the first of an apply, or of
-// a stage of it, writes this many rows.
-const STEP_MS = 20;
-const FIRST_STEP_ROWS = 500;
-// A step this slow is kept in stats().slowSteps, for diagnosis.
-const SLOW_STEP_MS = 60;
-const MAX_SLOW_STEPS = 20;
-// During an apply in steps, after about this much of its work the writer
-// writes the pages it changed into the file and syncs it (cacheFlush,
-// syncFile), so that COMMIT writes and syncs only what changed since.
-const FLUSH_EVERY_MS = 50;
-
-// Lets queued messages (reads) run: a macrotask, without the clamping of
-// nested setTimeout.
-function turnEventLoop() {
-  return new Promise((resolve) => {
-    const channel = new MessageChannel();
-    channel.port1.onmessage = () => {
-      channel.port1.close();
-      resolve();
-    };
-    channel.port2.postMessage(null);
-  });
-}
-
-// How long fn's promise took to settle, in ms.
-async function timed(fn) {
-  const started = performance.now();
-  await fn();
-  return performance.now() - started;
-}
 
 /** A host for one database; `post` sends a message to the adapter. Returns the message handler. */
 export function createHost(post) {
   let db = null;
   let reader = null;
-  // Rows per apply step, adapted so that a step takes about STEP_MS.
-  let stepRows = FIRST_STEP_ROWS;
-  // For stats(): steps run, the longest, the longest COMMIT and read.
-  let applySteps = 0;
-  // The longest step (ms, rows asked for, its stage, and what it grew: wasm
-  // memory, temporary-file and database bytes written), cacheFlush and syncFile.
-  let longestStep = { ms: 0, rows: 0, stage: 0, grewMemory: 0, tempBytes: 0, dbBytes: 0 };
-  // Steps that took over SLOW_STEP_MS, the first MAX_SLOW_STEPS of them.
-  const slowSteps = [];
-  let longestFlushMs = 0;
-  let longestSyncMs = 0;
+  let unsteppedControlCalls = 0;
   let longestCommitMs = 0;
   let longestRead = { ms: 0, sql: null };
-  // When (Date.now()) the last stepped apply started and ended.
-  let lastApply = null;
 
   function opened() {
     if (db == null) throw new Error('the database is not open');
@@ -88,55 +53,18 @@ export function createHost(post) {
   }
 
   // Before the SDK's powersync_control(op, payload): if that call will apply
-  // a checkpoint, writes the apply's rows in steps in the open transaction.
-  async function applyInSteps(op, payload) {
-    if (reader == null) return;
-    const prepared = await db.executeRaw('SELECT oplite_apply_prepare(?, ?)', [op, payload]);
-    if (!prepared.rawRows[0][0]) return;
-    lastApply = { start: Date.now(), end: null };
-    await writeSteps();
-  }
-
-  async function writeSteps() {
-    let sinceFlushMs = 0;
-    let lastStage = 1;
-    for (;;) {
-      // 0 once done, else the stage the next step continues: rows cost
-      // differently in each, so a new stage starts from few rows again.
-      const rows = stepRows;
-      const before = await db.stats();
-      const started = performance.now();
-      const stage = (await db.executeRaw('SELECT oplite_apply_step(?)', [rows])).rawRows[0][0];
-      const took = Math.max(performance.now() - started, 0.1);
-      const after = await db.stats();
-      stepRows = Math.round(Math.min(Math.max(rows * Math.min(STEP_MS / took, 4), 100), 200000));
-      if (stage !== lastStage) stepRows = FIRST_STEP_ROWS;
-      const stepStage = lastStage;
-      lastStage = stage;
-      applySteps++;
-      if (took > longestStep.ms || took > SLOW_STEP_MS) {
-        const step = { ms: Math.round(took), rows, stage: stepStage,
-                       grewMemory: after.wasmMemoryBytes - before.wasmMemoryBytes,
-                       tempBytes: after.tempBytesWritten - before.tempBytesWritten,
-                       dbBytes: after.dbBytesWritten - before.dbBytesWritten, at: applySteps };
-        if (took > longestStep.ms) longestStep = step;
-        if (took > SLOW_STEP_MS && slowSteps.length < MAX_SLOW_STEPS) slowSteps.push(step);
-      }
-      sinceFlushMs += took;
-      if (sinceFlushMs >= FLUSH_EVERY_MS) {
-        sinceFlushMs = 0;
-        // Writing the pages and syncing the file are tasks of their own.
-        await turnEventLoop();
-        longestFlushMs = Math.max(longestFlushMs, await timed(() => db.cacheFlush()));
-        await turnEventLoop();
-        longestSyncMs = Math.max(longestSyncMs, await timed(() => db.syncFile()));
-      }
-      if (stage === 0) {
-        lastApply.end = Date.now();
-        return;
-      }
-      await turnEventLoop();
+  // a checkpoint, writes the apply's rows in steps in the open transaction
+  // (oplite.js applyInSteps); without a reader nothing could read meanwhile.
+  async function beforeControl(sql, params) {
+    if (!CONTROL_CALL.test(sql) || params?.length !== 2) {
+      if (unsteppedControlCalls++ === 0) console.warn(`@oplite/powersync-web: a powersync_control call this adapter does not step: ${sql.slice(0, 200)}`);
+      return;
     }
+    // The sync client's lock (not the app's subscription calls): reads
+    // asked for from now on need not wait for it (the adapter forgets this
+    // when the lock ends).
+    if (params[0] !== 'subscriptions') post({ event: 'syncing' });
+    if (reader != null) await db.applyInSteps(params[0], params[1]);
   }
 
   async function read(sql, params) {
@@ -170,12 +98,7 @@ export function createHost(post) {
       return { reader: reader != null };
     },
     async executeRaw(sql, params) {
-      if (CONTROL.test(sql) && params?.length === 2) {
-        // Reads asked for from now on need not wait for this write lock
-        // (the adapter forgets this when the lock ends).
-        post({ event: 'syncing' });
-        await applyInSteps(params[0], params[1]);
-      }
+      if (NAMES_CONTROL.test(sql)) await beforeControl(sql, params);
       return write(sql, params);
     },
     // One statement, many parameter sets: one message instead of one per set.
@@ -204,9 +127,8 @@ export function createHost(post) {
     },
     async stats(options) {
       const stats = await opened().stats(options);
-      return { ...stats, applySteps, longestStepMs: longestStep.ms, longestStep, slowSteps,
-               longestFlushMs: Math.round(longestFlushMs), longestSyncMs: Math.round(longestSyncMs), longestCommitMs: Math.round(longestCommitMs),
-               longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql, lastApply };
+      return { ...stats, unsteppedControlCalls, longestCommitMs: Math.round(longestCommitMs),
+               longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql };
     },
     async close() {
       const current = db;

@@ -24,6 +24,8 @@ async function example(): Promise<void> {
   const completed: boolean = result.completed;
   const stats: Stats = await db.stats({ reset: true });
   const temp: number = stats.tempBytesWritten;
+  const stepped: boolean = await db.applyInSteps('line_text', '{"checkpoint_complete":{"last_op_id":"1"}}');
+  const steps: number = stats.applySteps + (stats.lastApply?.end ?? 0) + stats.slowSteps.length;
   const reader: Reader = await db.openReader();
   const old: Row[] = await reader.query('SELECT count(*) AS n FROM t');
   const raw: unknown[][] = (await reader.executeRaw('SELECT a FROM t')).rawRows;
@@ -31,7 +33,7 @@ async function example(): Promise<void> {
   await db.flush();
   stop();
   await db.close();
-  console.log(id, rows, first, n, instructions, completed, temp, old, raw);
+  console.log(id, rows, first, n, instructions, completed, temp, stepped, steps, old, raw);
 }
 
 void example;
