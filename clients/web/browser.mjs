@@ -91,6 +91,46 @@ export async function launchBrowser({ dist }) {
       }
     },
     /**
+     * Pages of one profile sharing an oplite database with multiTab
+     * (shared-tab.mjs): each sees the others' writes, in its watched
+     * queries too; the first page, which holds the database, closes and
+     * the second carries on; a third joins the second, and is closed in
+     * the middle of a write transaction.
+     */
+    async sharedTabs({ vfs }) {
+      const session = await open();
+      const at = (page, fn, ...args) => page.evaluate(([f, a]) => window.sharedTab[f](...a), [fn, args]);
+      try {
+        const out = {};
+        const [a, b] = [await session.newPage(`shared 1 ${vfs}`), await session.newPage(`shared 2 ${vfs}`)];
+        out.opened = [await at(a, 'open', vfs), await at(b, 'open', vfs)];
+        out.written = [await at(a, 'write', 'a1'), await at(b, 'write', 'b1')];
+        out.watched = [await at(b, 'waitSeen', 2, 5000), await at(a, 'waitSeen', 2, 5000)];
+        out.transaction = await at(b, 'transaction', 'b2');
+        await a.close();
+        const started = Date.now();
+        out.afterOwnerClosed = await at(b, 'write', 'b3');
+        out.takeoverMs = Date.now() - started;
+        out.integrity = await at(b, 'integrity');
+        const c = await session.newPage(`shared 3 ${vfs}`);
+        out.joined = await at(c, 'open', vfs);
+        out.joinedCount = await at(c, 'count');
+        out.joinedWrite = await at(c, 'write', 'c1');
+        out.seenByOwner = await at(b, 'waitSeen', 5, 5000);
+        // A client tab closed inside its write transaction: rolled back,
+        // and the lock it held goes to the next.
+        out.hung = await at(c, 'hangInTransaction', 'c2');
+        await c.close();
+        const closed = Date.now();
+        out.afterClientClosed = await at(b, 'write', 'b4');
+        out.afterClientClosedMs = Date.now() - closed;
+        out.finalIntegrity = await at(b, 'integrity');
+        return out;
+      } finally {
+        await session.close();
+      }
+    },
+    /**
      * lifecycle.mjs against a fresh service of `rows` rows, on one oplite
      * database per step, in one profile: a sync then a local write, the
      * page reloaded at once and the database looked at; and a first sync

@@ -15,6 +15,7 @@ import * as sdk from '@powersync/web';
 import { OpliteDBAdapter, OpliteOpenFactory } from '@oplite/powersync-web';
 import { runDropIn } from '../scenario/drop-in.mjs';
 import './lifecycle.mjs';
+import './shared-tab.mjs';
 
 function databaseSource({ core, vfs, inThread }) {
   if (core === 'oplite') {

@@ -137,6 +137,17 @@ try {
       if (tabs.afterClose !== 'opened') failures.push(`after the first tab closed it, the second: ${tabs.afterClose}`);
       check(`${vfs}: a second tab opening the same oplite database gets DatabaseLockedError, and opens it once the first closed it`, failures);
     }
+    for (const vfs of opts.vfs.split(',')) {
+      const shared = await browser.sharedTabs({ vfs });
+      console.log(`  multiTab (${vfs}): ${JSON.stringify(shared)}`);
+      const expected = { opened: ['opened', 'opened'], written: [1, 2], watched: [true, true], transaction: 3, afterOwnerClosed: 4, integrity: 'ok',
+                         joined: 'opened', joinedCount: 4, joinedWrite: 5, seenByOwner: true, hung: true, afterClientClosed: 6, finalIntegrity: 'ok' };
+      const failures = Object.entries(expected).filter(([k, v]) => !sameValue(shared[k], v)).map(([k, v]) => `${k}: ${JSON.stringify(shared[k])}, expected ${JSON.stringify(v)}`);
+      if (!(shared.takeoverMs < 5000)) failures.push(`the second tab's first write after the first tab closed took ${shared.takeoverMs} ms`);
+      if (!(shared.afterClientClosedMs < 5000)) failures.push(`a write after a tab closed inside its transaction took ${shared.afterClientClosedMs} ms`);
+      check(`${vfs}: tabs opening an oplite database with multiTab share it (writes and watched queries across tabs, a transaction), the tab holding it closes and the next carries on (${shared.takeoverMs} ms), ` +
+        `a third tab joins, and closed inside a write transaction leaves nothing of it and frees the lock (${shared.afterClientClosedMs} ms)`, failures);
+    }
   }
 } finally {
   await browser.close();

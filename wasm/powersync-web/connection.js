@@ -6,8 +6,11 @@
 // are exclusive and its Web Lock taken). Here the second adapter joins the
 // first's connection: their write locks take turns on one writer, their
 // read locks on one reader, and every adapter hears of every committed
-// table change. The connection closes with its last adapter.
+// table change. The connection closes with its last adapter. With the
+// multiTab option, tabs share it too: one owns it, the others are its
+// clients (tabs.js).
 import { LockContext, queryResultWithoutRows } from '@powersync/common';
+import { TabClient, TabServer, tabsName, waitAtMost } from './tabs.js';
 
 // Open connections by storage and file name.
 const connections = new Map();
@@ -117,22 +120,88 @@ class SharedConnection {
   // they are there, so what the SDK was told is written survives a reload.
   #durableAtRelease;
   #forget;
+  // multiTab: as the owner, the server of the other tabs; as a client, the
+  // way to the owner (then there is no Worker here). #endOwnership releases
+  // the owner lock.
+  #server = null;
+  #client = null;
+  #endOwnership = () => {};
 
-  constructor({ dbFilename, vfs, onLocked, cacheSizeKb, worker, wasmUrl, inThread }, forget) {
-    this.#name = dbFilename;
+  constructor(options, forget) {
+    this.#name = options.dbFilename;
     this.#forget = forget;
-    this.#durableAtRelease = vfs === 'idb';
+    this.#durableAtRelease = options.vfs === 'idb';
+    const shared = options.multiTab && options.vfs !== 'memory' && globalThis.navigator?.locks != null;
+    this.#ready = shared ? this.#elect(options) : this.#open(options, options.onLocked);
+    // A connection that did not open (another tab holds the file) is not
+    // reused: the next adapter tries again.
+    this.#ready.catch(() => forget());
+  }
+
+  // Starts the Worker and opens the database in it.
+  async #open({ dbFilename, vfs, cacheSizeKb, worker, wasmUrl, inThread }, onLocked) {
     if (inThread) this.#worker = inThreadHost((message) => this.#receive(message));
     else if (typeof worker === 'function') this.#worker = worker();
     else this.#worker = new Worker(worker ?? new URL('./oplite-worker.js', import.meta.url), { type: 'module', name: `oplite ${dbFilename}` });
     this.#worker.onmessage = ({ data }) => this.#receive(data);
     this.#worker.onerror = (event) => this.#failAll(new Error(`the oplite worker failed: ${event.message ?? 'unknown error'}`));
-    this.#ready = this.#call('open', [{ name: dbFilename, vfs, onLocked, cacheSizeKb, wasm: inThread ? wasmUrl : undefined }]).then((opened) => {
-      this.#hasReader = opened.reader;
+    const opened = await this.#call('open', [{ name: dbFilename, vfs, onLocked, cacheSizeKb, wasm: inThread ? wasmUrl : undefined }]);
+    this.#hasReader = opened.reader;
+  }
+
+  // multiTab: the owner lock decides. Held, this tab opens the database and
+  // serves the others; taken, it becomes a client and waits for the lock,
+  // to take over when the owner goes.
+  #elect(options) {
+    const name = tabsName(options.vfs, options.dbFilename);
+    const owned = new Promise((resolve) => { this.#endOwnership = resolve; });
+    const own = async (onLocked) => {
+      await this.#open(options, onLocked);
+      this.#server = new TabServer(name, this);
+    };
+    return new Promise((resolve, reject) => {
+      navigator.locks.request(name, { ifAvailable: true }, async (lock) => {
+        if (lock != null) {
+          try {
+            await own(options.onLocked);
+            resolve();
+          } catch (e) {
+            reject(e);
+            return undefined;
+          }
+          return owned;
+        }
+        this.#client = new TabClient(name, (tables) => this.#tablesChanged(tables));
+        resolve();
+        navigator.locks.request(name, async () => {
+          if (this.closing) return undefined;
+          // The owner is gone; what its locks did not commit is not in the file.
+          const client = this.#client;
+          // Calls from now on (and locks the owner had not granted yet)
+          // wait for this tab's own Worker.
+          this.#client = null;
+          this.#ready = own('wait');
+          client.failAll(Object.assign(new Error(`the tab that held database ${JSON.stringify(this.#name)} closed; the call did not complete`), { ownerGone: true }));
+          client.close();
+          try {
+            await this.#ready;
+          } catch {
+            return undefined;
+          }
+          return owned;
+        });
+        return undefined;
+      }).catch(reject);
     });
-    // A connection that did not open (another tab holds the file) is not
-    // reused: the next adapter tries again.
-    this.#ready.catch(() => forget());
+  }
+
+  #tablesChanged(tables) {
+    for (const adapter of this.adapters) adapter.connectionTablesChanged(tables);
+  }
+
+  /** Inside a lock this connection granted (tabs.js): one statement call. */
+  lockedCall(method, args) {
+    return this.#contextCall(method, args);
   }
 
   #call(method, args) {
@@ -145,7 +214,8 @@ class SharedConnection {
 
   #receive(data) {
     if (data.event === 'tables') {
-      for (const adapter of this.adapters) adapter.connectionTablesChanged(data.tables);
+      this.#tablesChanged(data.tables);
+      this.#server?.tablesChanged(data.tables);
       return;
     }
     if (data.event === 'syncing') {
@@ -183,6 +253,7 @@ class SharedConnection {
   async exclusive(fn, options, read = false) {
     if (this.closing) throw new Error(`database ${JSON.stringify(this.#name)} is closed`);
     await this.#ready;
+    if (this.#client != null) return this.#remoteExclusive(this.#client, fn, options, read);
     const onReader = read && this.#hasReader;
     let before;
     if (onReader) {
@@ -198,23 +269,7 @@ class SharedConnection {
       this.#queue = slot;
       slot.then(() => { this.#syncing = false; });
     }
-    const timeoutMs = options?.timeoutMs;
-    if (timeoutMs != null) {
-      let timer;
-      const timedOut = new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for a lock on ${this.#name}`)), timeoutMs);
-      });
-      try {
-        await Promise.race([before, timedOut]);
-      } catch (e) {
-        before.then(release);
-        throw e;
-      } finally {
-        clearTimeout(timer);
-      }
-    } else {
-      await before;
-    }
+    await waitAtMost(before, options?.timeoutMs, `a lock on ${this.#name}`, () => before.then(release));
     try {
       const result = await fn(new OpliteLockContext((method, args) => this.#contextCall(method, args), onReader));
       if (!onReader && this.#durableAtRelease) await this.#call('durable', []);
@@ -224,9 +279,35 @@ class SharedConnection {
     }
   }
 
+  // A lock of the owning tab's (multiTab): fn's statements run there.
+  async #remoteExclusive(client, fn, options, read) {
+    let lock;
+    try {
+      lock = await client.acquire(read, options?.timeoutMs);
+    } catch (e) {
+      // Not granted before the owner went: nothing ran, so it waits for
+      // this tab's own connection (or the next owner) instead.
+      if (e?.ownerGone) return this.exclusive(fn, options, read);
+      throw e;
+    }
+    try {
+      return await fn(new OpliteLockContext((method, args) => client.call(lock, method, args), read));
+    } finally {
+      client.release(lock);
+    }
+  }
+
   /** The host's counters (Stats in oplite.d.ts), in a turn of the writer. */
-  stats(options) {
-    return this.exclusive(() => this.#call('stats', [options]));
+  async stats(options) {
+    await this.#ready;
+    const client = this.#client;
+    if (client == null) return this.exclusive(() => this.#call('stats', [options]));
+    const lock = await client.acquire(false);
+    try {
+      return await client.call(lock, 'stats', [options]);
+    } finally {
+      client.release(lock);
+    }
   }
 
   /** `adapter` is done with the connection; the last one closes it. */
@@ -237,14 +318,20 @@ class SharedConnection {
       this.#forget();
       try {
         await this.#ready;
+        if (this.#client != null) {
+          this.#client.close();
+          return;
+        }
         await this.#queue;
         await this.#readQueue;
+        this.#server?.close();
         await this.#call('close', []);
       } catch {
         // Not opened (another tab holds it), or already failing: nothing to close.
       } finally {
-        this.#worker.terminate();
+        this.#worker?.terminate();
         this.#failAll(new Error(`database ${JSON.stringify(this.#name)} is closed`));
+        this.#endOwnership();
       }
     })();
     return this.closing;

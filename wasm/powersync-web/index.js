@@ -72,9 +72,13 @@ export class OpliteDBAdapter extends DBAdapter {
    * where there is no Worker); wasmUrl: where oplite_wasm_bg.wasm is, for
    * worker: false when a bundler moved this file away from it. A second
    * adapter on the same file in this page shares the first one's Worker
-   * and connections (and its cacheSizeKb and worker).
+   * and connections (and its cacheSizeKb and worker). multiTab: true
+   * ('opfs' and 'idb') shares the database with other tabs that open it
+   * with multiTab too, instead of failing with DatabaseLockedError: one tab
+   * holds it and serves the others (tabs.js); when that tab closes, another
+   * takes over.
    */
-  constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', cacheSizeKb = 50 * 1024, worker, wasmUrl } = {}) {
+  constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', cacheSizeKb = 50 * 1024, worker, wasmUrl, multiTab = false } = {}) {
     super();
     if (typeof dbFilename !== 'string') throw new TypeError('OpliteDBAdapter: dbFilename must be a string');
     if (!Number.isInteger(cacheSizeKb) || cacheSizeKb <= 0) throw new TypeError('OpliteDBAdapter: cacheSizeKb must be a positive integer');
@@ -84,7 +88,7 @@ export class OpliteDBAdapter extends DBAdapter {
     }
     this.#name = dbFilename;
     this.#configuration = configuration({ dbFilename, vfs, cacheSizeKb, inThread });
-    this.#connection = acquireConnection({ dbFilename, vfs, onLocked, cacheSizeKb, worker, wasmUrl, inThread }, this);
+    this.#connection = acquireConnection({ dbFilename, vfs, onLocked, cacheSizeKb, worker, wasmUrl, inThread, multiTab }, this);
   }
 
   get name() {

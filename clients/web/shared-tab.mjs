@@ -1,0 +1,62 @@
+// The browser side of the multi-tab check (browser.mjs sharedTabs): one
+// oplite database opened with multiTab in several pages of one profile.
+// window.sharedTab's calls act on this page's PowerSyncDatabase; a watched
+// count of notes records what this page saw.
+import * as sdk from '@powersync/web';
+import { OpliteOpenFactory } from '@oplite/powersync-web';
+
+const schema = new sdk.Schema({ notes: new sdk.Table({ body: sdk.column.text }) });
+let db = null;
+const seen = [];
+
+window.sharedTab = {
+  async open(vfs) {
+    const factory = new OpliteOpenFactory({ dbFilename: 'shared.db', vfs, worker: '/oplite/oplite-worker.js', multiTab: true });
+    db = new sdk.PowerSyncDatabase({ schema, factory });
+    try {
+      await db.init();
+    } catch (e) {
+      return e?.name ?? String(e);
+    }
+    db.watch('SELECT count(*) AS n FROM notes', [], { onResult: (r) => seen.push(r.rows._array[0].n) }, { throttleMs: 10 });
+    return 'opened';
+  },
+  async write(id) {
+    await db.execute('INSERT INTO notes (id, body) VALUES (?, ?)', [id, `from ${id}`]);
+    return (await db.get('SELECT count(*) AS n FROM notes')).n;
+  },
+  // Whether the watched count reached n within ms.
+  async waitSeen(n, ms) {
+    const end = Date.now() + ms;
+    while (!seen.includes(n)) {
+      if (Date.now() > end) return `saw ${JSON.stringify(seen)}`;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return true;
+  },
+  async transaction(id) {
+    return db.writeTransaction(async (tx) => {
+      await tx.execute('INSERT INTO notes (id, body) VALUES (?, ?)', [id, 'in a transaction']);
+      return (await tx.get('SELECT count(*) AS n FROM notes')).n;
+    });
+  },
+  // Opens a write transaction, writes in it and never ends it (the test
+  // then closes this page); resolves once the write ran.
+  async hangInTransaction(id) {
+    let wrote;
+    const written = new Promise((resolve) => { wrote = resolve; });
+    db.writeTransaction(async (tx) => {
+      await tx.execute('INSERT INTO notes (id, body) VALUES (?, ?)', [id, 'never committed']);
+      wrote();
+      await new Promise(() => {});
+    });
+    await written;
+    return true;
+  },
+  async count() {
+    return (await db.get('SELECT count(*) AS n FROM notes')).n;
+  },
+  async integrity() {
+    return (await db.get('PRAGMA integrity_check')).integrity_check;
+  },
+};
