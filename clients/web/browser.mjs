@@ -95,7 +95,8 @@ export async function launchBrowser({ dist }) {
      * (shared-tab.mjs): each sees the others' writes, in its watched
      * queries too; the first page, which holds the database, closes and
      * the second carries on; a third joins the second, and is closed in
-     * the middle of a write transaction.
+     * the middle of a write transaction; a fourth is reloaded 20 times
+     * beside the second, then 20 times alone.
      */
     async sharedTabs({ vfs }) {
       const session = await open();
@@ -125,6 +126,24 @@ export async function launchBrowser({ dist }) {
         out.afterClientClosed = await at(b, 'write', 'b4');
         out.afterClientClosedMs = Date.now() - closed;
         out.finalIntegrity = await at(b, 'integrity');
+        // Fast reloads: a tab reloaded 20 times, each open timed; first
+        // beside the holding tab, then alone (it holds the database itself).
+        const reloads = async (page) => {
+          const opens = [];
+          for (let i = 0; i < 20; i++) {
+            await page.reload();
+            await page.waitForFunction(() => window.pageReady === true);
+            const started = Date.now();
+            const opened = await at(page, 'open', vfs);
+            opens.push(opened === 'opened' ? Date.now() - started : opened);
+          }
+          return opens;
+        };
+        const d = await session.newPage(`shared 4 ${vfs}`);
+        out.reloadsBesideOwner = await reloads(d);
+        await b.close();
+        out.reloadsAlone = await reloads(d);
+        out.countAfterReloads = await at(d, 'count');
         return out;
       } finally {
         await session.close();

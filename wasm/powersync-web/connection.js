@@ -290,11 +290,19 @@ class SharedConnection {
       if (e?.ownerGone) return this.exclusive(fn, options, read);
       throw e;
     }
+    let result;
     try {
-      return await fn(new OpliteLockContext((method, args) => client.call(lock, method, args), read));
-    } finally {
-      client.release(lock);
+      result = await fn(new OpliteLockContext((method, args) => client.call(lock, method, args), read));
+    } catch (e) {
+      client.release(lock).catch(() => {});
+      throw e;
     }
+    // A write lock ends once the owner made its commits durable; if the
+    // owner went first, what it committed may be lost ('idb'): say so.
+    const released = client.release(lock);
+    if (read) released.catch(() => {});
+    else await released;
+    return result;
   }
 
   /** The host's counters (Stats in oplite.d.ts), in a turn of the writer. */
@@ -306,7 +314,7 @@ class SharedConnection {
     try {
       return await client.call(lock, 'stats', [options]);
     } finally {
-      client.release(lock);
+      client.release(lock).catch(() => {});
     }
   }
 

@@ -14,7 +14,8 @@
 // Messages (all on the channel; `to` names the receiver):
 //   client -> owner: {type: 'acquire', from, lock, read} | {type: 'call', from, lock, id, method, args}
 //                    | {type: 'release', from, lock}
-//   owner -> client: {type: 'granted', to, lock} | {type: 'result', to, id, result} | {type: 'error', to, id, error}
+//   owner -> client: {type: 'granted', to, lock} | {type: 'released', to, lock, error?} (the slot ended, its commits durable)
+//                    | {type: 'result', to, id, result} | {type: 'error', to, id, error}
 //   owner -> all:    {type: 'tables', tables}
 
 const locks = () => globalThis.navigator.locks;
@@ -80,11 +81,26 @@ export class TabServer {
     const entry = { release: null, write: !read, abandoned: false };
     const released = new Promise((resolve) => { entry.release = resolve; });
     this.#locks.set(key, entry);
+    let granted = false;
+    // The slot ends once its commits are durable ('idb': in IndexedDB);
+    // only then does the client hear its write lock ended.
     this.#connection.exclusive(async () => {
       if (entry.abandoned) return;
+      granted = true;
       this.#channel.postMessage({ type: 'granted', to: from, lock });
       await released;
-    }, undefined, read).catch(() => {}).finally(() => this.#locks.delete(key));
+    }, undefined, read).then(
+      () => granted && this.#post({ type: 'released', to: from, lock }),
+      (e) => granted && this.#post({ type: 'released', to: from, lock, error: { name: e?.name ?? 'Error', message: String(e?.message ?? e), code: e?.code } }),
+    ).finally(() => this.#locks.delete(key));
+  }
+
+  #post(message) {
+    try {
+      this.#channel.postMessage(message);
+    } catch {
+      // Closed: the client learns from the owner lock.
+    }
   }
 
   async #call({ from, id, method, args }) {
@@ -133,6 +149,7 @@ export class TabClient {
   #nextLock = 1;
   #nextCall = 1;
   #granted = new Map();
+  #released = new Map();
   #calls = new Map();
   #onTables;
   #releaseLife;
@@ -157,6 +174,11 @@ export class TabClient {
     if (message.to !== this.#id) return;
     if (message.type === 'granted') {
       this.#granted.get(message.lock)?.resolve();
+    } else if (message.type === 'released') {
+      const waiting = this.#released.get(message.lock);
+      this.#released.delete(message.lock);
+      if (message.error) waiting?.reject(Object.assign(new Error(message.error.message), { name: message.error.name, code: message.error.code }));
+      else waiting?.resolve();
     } else {
       const call = this.#calls.get(message.id);
       if (call == null) return;
@@ -178,7 +200,7 @@ export class TabClient {
     const lock = this.#nextLock++;
     const granted = new Promise((resolve, reject) => this.#granted.set(lock, { resolve, reject }));
     this.#send({ type: 'acquire', lock, read });
-    await waitAtMost(granted, timeoutMs, 'a lock of the tab holding the database', () => this.release(lock));
+    await waitAtMost(granted, timeoutMs, 'a lock of the tab holding the database', () => this.release(lock).catch(() => {}));
     this.#granted.delete(lock);
     return lock;
   }
@@ -192,9 +214,16 @@ export class TabClient {
     });
   }
 
+  /**
+   * Ends `lock`; resolves once the owner ended its slot (for a write lock:
+   * once what it committed is durable), rejects if the owner went first.
+   */
   release(lock) {
     this.#granted.delete(lock);
-    if (!this.#closed) this.#send({ type: 'release', lock });
+    if (this.#closed) return Promise.reject(this.#closed);
+    const released = new Promise((resolve, reject) => this.#released.set(lock, { resolve, reject }));
+    this.#send({ type: 'release', lock });
+    return released;
   }
 
   /** The owner is gone (or this tab closes): what waits or runs fails with `error`, and so does what comes later. */
@@ -202,8 +231,9 @@ export class TabClient {
     this.#closed ??= error;
     for (const call of this.#calls.values()) call.reject(error);
     this.#calls.clear();
-    for (const waiting of this.#granted.values()) waiting.reject(error);
+    for (const waiting of [...this.#granted.values(), ...this.#released.values()]) waiting.reject(error);
     this.#granted.clear();
+    this.#released.clear();
   }
 
   close() {
