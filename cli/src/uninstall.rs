@@ -33,7 +33,7 @@ pub fn uninstall(path: &Path) -> Result<Value, Error> {
         Ok(report) => report,
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK");
-            return Err(database_error(path, "oplite_uninstall: ", e));
+            return Err(database_error(path, "", e));
         }
     };
     conn.execute_batch("COMMIT").map_err(|e| database_error(path, "committing: ", e))?;

@@ -79,3 +79,13 @@ fn a_missing_file_exits_5_and_creates_nothing() {
     assert!(stderr.contains("nothing.db: no such file"), "{stderr}");
     assert!(!db.exists());
 }
+
+#[test]
+fn a_database_without_powersync_tables_exits_1_and_says_so() {
+    let dir = scratch("plain");
+    let db = dir.join("plain.db");
+    Connection::open(&db).unwrap().execute_batch("CREATE TABLE t(x)").unwrap();
+    let (code, _, stderr) = oplite(&["uninstall"], &db);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(stderr.trim(), format!("oplite: database: {}: oplite_uninstall: this database holds no PowerSync tables (ps_migration is missing)", db.display()));
+}
