@@ -37,7 +37,7 @@ REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
 TARGET=aarch64-unknown-linux-gnu
 # Tests that load x86_64 libraries (the reference core, liboplite.so) or
 # spawn helper processes of the host architecture do not run here.
-EXCLUDED=(concurrency crash)
+EXCLUDED=(concurrency crash uninstall_crash)
 # What a test file calls when it loads the reference core or liboplite.so
 # (extension/tests/common: reference(), reference_so(), oplite_so(), Pair;
 # the upstream suite's per_core! tests run every test on the reference too).

@@ -181,6 +181,33 @@ export async function launchBrowser({ dist }) {
         child.kill();
       }
     },
+    /**
+     * multiTab and the SDK's sync: tab 1 syncs a fresh service's `rows`
+     * rows, tab 2 connects too (the SDK's sync lock keeps it waiting),
+     * tab 1 is closed mid-download; tab 2 takes over the database and the
+     * sync and must end with every row.
+     */
+    async sharedSync(serverBinary, { vfs, rows }) {
+      const { child, url } = await startService(serverBinary, rows);
+      this.server.setService(url);
+      const session = await open();
+      const call = (page, fn, config) => page.evaluate(([f, c]) => window.lifecycle[f](c), [fn, config]);
+      const config = { vfs, name: 'shared-sync.db', multiTab: true };
+      try {
+        const [a, b] = [await session.newPage(`sync 1 ${vfs}`), await session.newPage(`sync 2 ${vfs}`)];
+        const out = {};
+        out.closedAt = await call(a, 'midDownload', config);
+        out.secondConnected = await call(b, 'connectAndWait', config);
+        await a.close();
+        const closed = Date.now();
+        out.finished = await call(b, 'finish', config);
+        out.finishedMs = Date.now() - closed;
+        return out;
+      } finally {
+        await session.close();
+        child.kill();
+      }
+    },
     /** page.mjs's adapterChecks(config) in a fresh profile. */
     async adapterChecks(config) {
       const session = await open();

@@ -12,6 +12,9 @@
 //   look({vfs, name})        open without connecting: what the database
 //                            holds; closes it
 //   resync({vfs, name})      connect and wait for the first sync
+//   midDownload, connectAndWait, finish: with multiTab, a syncing tab
+//                            closed mid-download and a second tab that
+//                            takes over the database and the sync
 import * as sdk from '@powersync/web';
 import { OpliteOpenFactory } from '@oplite/powersync-web';
 import { dropInSchema } from '../scenario/drop-in.mjs';
@@ -19,8 +22,8 @@ import { dropInSchema } from '../scenario/drop-in.mjs';
 // A write queued after the sync: it must survive a reload.
 const LOCAL_TODO = "INSERT INTO todos (id, list_id, description, done) VALUES ('kept', 'list1', 'queued before the reload', 0)";
 
-async function open({ vfs, name }) {
-  const factory = new OpliteOpenFactory({ dbFilename: name, vfs, worker: '/oplite/oplite-worker.js' });
+async function open({ vfs, name, multiTab = false }) {
+  const factory = new OpliteOpenFactory({ dbFilename: name, vfs, worker: '/oplite/oplite-worker.js', multiTab });
   const db = new sdk.PowerSyncDatabase({ schema: dropInSchema(sdk, false), factory });
   await db.init();
   return db;
@@ -46,7 +49,38 @@ async function contents(db) {
   };
 }
 
+// The database of this page's connectAndWait, for finish.
+let waiting = null;
+
 window.lifecycle = {
+  // multiTab: connect and resolve once part of the first checkpoint has
+  // arrived (the test then closes this page mid-download).
+  async midDownload(config) {
+    const db = await open(config);
+    const partly = new Promise((resolve) => {
+      db.registerListener({
+        statusChanged(status) {
+          const p = status.downloadProgress;
+          if (p && p.downloadedOperations > 0 && p.downloadedOperations < p.totalOperations) resolve({ downloaded: p.downloadedOperations, total: p.totalOperations });
+        },
+      });
+    });
+    await db.connect(connector, { retryDelayMs: 200 });
+    return partly;
+  },
+  // multiTab: connect while another tab syncs (the SDK's sync lock makes
+  // this one wait); finish() then waits for its first sync.
+  async connectAndWait(config) {
+    waiting = await open(config);
+    // Not awaited: connect() waits for the SDK's sync lock, which the
+    // syncing tab holds.
+    waiting.connect(connector, { retryDelayMs: 200 }).catch(() => {});
+    return (await waiting.get('SELECT count(*) AS n FROM ps_buckets')).n;
+  },
+  async finish() {
+    await waiting.waitForFirstSync();
+    return contents(waiting);
+  },
   async sync(config) {
     const db = await open(config);
     await db.connect(connector, { retryDelayMs: 200 });

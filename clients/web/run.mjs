@@ -154,6 +154,15 @@ try {
         `a third tab joins, and closed inside a write transaction leaves nothing of it and frees the lock (${shared.afterClientClosedMs} ms); ` +
         `20 fast reloads beside the holding tab and 20 alone each open again (slowest ${slowest('reloadsBesideOwner')} and ${slowest('reloadsAlone')} ms)`, failures);
     }
+    for (const vfs of opts.vfs.split(',')) {
+      const handover = await browser.sharedSync(server, { vfs, rows });
+      console.log(`  multiTab sync (${vfs}): ${JSON.stringify(handover)}`);
+      const f = handover.finished;
+      const failures = [];
+      if (!(handover.closedAt?.downloaded < handover.closedAt?.total)) failures.push(`the first tab was not closed mid-download: ${JSON.stringify(handover.closedAt)}`);
+      if (!(f?.rows === rows && f.integrity === 'ok' && f.hasSynced && f.buckets > 0 && f.queued.length === 0)) failures.push(`the second tab ended with ${JSON.stringify(f)}`);
+      check(`${vfs}, multiTab: the syncing tab closed mid-download (${handover.closedAt?.downloaded} of ${handover.closedAt?.total} ops); the second tab takes over the database and the SDK's sync and ends with all ${rows} rows (${handover.finishedMs} ms after the close)`, failures);
+    }
   }
 } finally {
   await browser.close();
