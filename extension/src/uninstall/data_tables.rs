@@ -17,7 +17,8 @@
 use rusqlite::Connection;
 use serde::Serialize;
 
-use crate::error::{OpliteError, Result, SqliteResultExt};
+use super::run;
+use crate::error::{Result, SqliteResultExt};
 use crate::schema::data_column::set_aside_app_objects;
 use crate::schema::ddl::{create_data_table, Layout};
 use crate::schema::installed::DataTable;
@@ -106,8 +107,4 @@ fn fill(table: &DataTable, old: &str) -> String {
 fn all_of(terms: &[String]) -> String {
     let groups: Vec<String> = terms.chunks(32).map(|group| format!("({})", group.join(" AND "))).collect();
     groups.join(" AND ")
-}
-
-fn run(db: &Connection, sql: &str) -> Result<()> {
-    db.execute_batch(sql).map_err(|e| OpliteError::sqlite(format!("oplite_uninstall: {sql}"), e))
 }

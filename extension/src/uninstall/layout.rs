@@ -12,6 +12,7 @@
 
 use rusqlite::Connection;
 
+use super::run;
 use crate::error::{OpliteError, Result, SqliteResultExt};
 use crate::schema::quote::identifier;
 use crate::schema::replace::rename_table;
@@ -113,9 +114,6 @@ fn rebuild(db: &Connection, table: &Object) -> Result<()> {
     Ok(())
 }
 
-fn run(db: &Connection, sql: &str) -> Result<()> {
-    db.execute_batch(sql).map_err(|e| OpliteError::sqlite(format!("oplite_uninstall: {sql}"), e))
-}
 
 #[cfg(test)]
 mod tests {

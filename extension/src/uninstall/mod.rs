@@ -177,6 +177,7 @@ fn check(db: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Runs one of the uninstall's statements; a failure names it.
 fn run(db: &Connection, sql: &str) -> Result<()> {
     db.execute_batch(sql).map_err(|e| OpliteError::sqlite(format!("oplite_uninstall: {sql}"), e))
 }
