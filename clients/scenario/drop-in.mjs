@@ -351,6 +351,17 @@ export async function runDropIn({ sdk, openDatabase, core, url, mode: MODE, raw:
   await db.execute("UPDATE todos SET done = 0 WHERE id = 'todo7'");
   await waitFor('the second upload', async () => (await db.get('SELECT count(*) AS n FROM ps_crud')).n === 0 && clientBatches.length === 4);
   await waitFor('idle', () => { const s = db.currentStatus; return s.connected && !s.dataFlowStatus.uploading && !s.dataFlowStatus.downloading; });
+  // The write checkpoint of that upload brings the service's todo7 back;
+  // its apply is an event after the local UPDATE's. Idle can come first on
+  // a loaded machine: the diffs compared below would then end early.
+  if (TRIGGERS) {
+    const appliedAfterUpdate = () => {
+      const events = todoDiffs.filter((d) => d.id === 'todo7');
+      const update = events.findLastIndex((d) => d.operation === 'UPDATE');
+      return update >= 0 && events.length > update + 1;
+    };
+    await waitFor("the apply of the service's todo7 after its upload", appliedAfterUpdate);
+  }
   timings.tokenRefreshMs = Math.round(performance.now() - mark);
 
   // What the app sees at the end, and what the service saw.

@@ -106,7 +106,7 @@ export async function launchBrowser({ dist }) {
         const [a, b] = [await session.newPage(`shared 1 ${vfs}`), await session.newPage(`shared 2 ${vfs}`)];
         out.opened = [await at(a, 'open', vfs), await at(b, 'open', vfs)];
         out.written = [await at(a, 'write', 'a1'), await at(b, 'write', 'b1')];
-        out.watched = [await at(b, 'waitSeen', 2, 5000), await at(a, 'waitSeen', 2, 5000)];
+        out.watched = [await at(b, 'waitSeen', 2, 30_000), await at(a, 'waitSeen', 2, 30_000)];
         out.transaction = await at(b, 'transaction', 'b2');
         await a.close();
         const started = Date.now();
@@ -117,7 +117,7 @@ export async function launchBrowser({ dist }) {
         out.joined = await at(c, 'open', vfs);
         out.joinedCount = await at(c, 'count');
         out.joinedWrite = await at(c, 'write', 'c1');
-        out.seenByOwner = await at(b, 'waitSeen', 5, 5000);
+        out.seenByOwner = await at(b, 'waitSeen', 5, 30_000);
         // A client tab closed inside its write transaction: rolled back,
         // and the lock it held goes to the next.
         out.hung = await at(c, 'hangInTransaction', 'c2');

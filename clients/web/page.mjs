@@ -177,7 +177,7 @@ window.adapterChecks = async (config) => {
     });
     await new Promise((resolve) => setTimeout(resolve, 100));
     await db.execute("DELETE FROM notes WHERE id = 'a'");
-    await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 5000))]);
+    await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 30_000))]);
     abort.abort();
     out.watch = { first: seen[0], last: seen.at(-1) };
     const crud = await db.getAll('SELECT data FROM ps_crud ORDER BY id');
@@ -200,7 +200,7 @@ async function twoInOnePage(first, schema, config) {
   const second = new sdk.PowerSyncDatabase({ schema, ...databaseSource(config) });
   const within = (promise, ms) => Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve('timed out'), ms))]);
   try {
-    await within(second.init(), 10_000);
+    await within(second.init(), 60_000);
     await second.execute("INSERT INTO notes (id, body, n) VALUES ('two', 'from the second', 2)");
     const seenByFirst = (await first.getAll("SELECT body FROM notes WHERE id = 'two'")).map((r) => r.body);
     const abort = new AbortController();
@@ -211,7 +211,7 @@ async function twoInOnePage(first, schema, config) {
     });
     await new Promise((resolve) => setTimeout(resolve, 100));
     await first.execute("INSERT INTO notes (id, body, n) VALUES ('one', 'from the first', 1)");
-    const watchOnSecond = await within(watched, 5000);
+    const watchOnSecond = await within(watched, 30_000);
     abort.abort();
     const inTransaction = await second.writeTransaction(async (tx) => {
       await tx.execute("INSERT INTO notes (id, body, n) VALUES ('three', 'in a transaction', 3)");
