@@ -150,6 +150,48 @@ export async function launchBrowser({ dist }) {
       }
     },
     /**
+     * Commits whose answer the owner never sent (shared-tab.mjs swallow):
+     * tab 3 writes through tab 1, which commits the write, keeps the
+     * answer and is closed; tab 2 takes over and tab 3 must learn whether
+     * its write is in the file. Then tab 3's transaction through tab 2,
+     * which keeps the answer to its COMMIT and is closed (tab 3 takes over
+     * itself); then tab 4's transaction, whose owner (tab 3) closes after
+     * its BEGIN. Each outcome: what the tab was told, and the row count.
+     */
+    async sharedCommits({ vfs }) {
+      const session = await open();
+      const at = (page, fn, ...args) => page.evaluate(([f, a]) => window.sharedTab[f](...a), [fn, args]);
+      const name = 'commits.db';
+      // Starts `kind` in `writer`, closes `owner` once it kept an answer.
+      const ownerClosesAfter = async (owner, keep, writer, kind, id) => {
+        await at(owner, 'swallow', keep);
+        await at(writer, 'start', kind, id);
+        for (let i = 0; i < 1500 && (await at(owner, 'dropped')) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+        const kept = await at(owner, 'dropped');
+        await owner.close();
+        return { kept, ...(await at(writer, 'settled')), rows: await at(writer, 'count', id) };
+      };
+      try {
+        const pages = [];
+        for (let i = 1; i <= 3; i++) {
+          pages.push(await session.newPage(`commits ${i} ${vfs}`));
+          await at(pages.at(-1), 'open', vfs, name);
+        }
+        const [a, b, c] = pages;
+        const out = {};
+        out.execute = await ownerClosesAfter(a, 'commits', c, 'execute', 'c1');
+        out.commit = await ownerClosesAfter(b, 'commits', c, 'transaction', 'c2');
+        const d = await session.newPage(`commits 4 ${vfs}`);
+        out.joined = await at(d, 'open', vfs, name);
+        out.beforeCommit = await ownerClosesAfter(c, 'all', d, 'transaction', 'd1');
+        out.rows = await at(d, 'count');
+        out.integrity = await at(d, 'integrity');
+        return out;
+      } finally {
+        await session.close();
+      }
+    },
+    /**
      * lifecycle.mjs against a fresh service of `rows` rows, on one oplite
      * database per step, in one profile: a sync then a local write, the
      * page reloaded at once and the database looked at; and a first sync

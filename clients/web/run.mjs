@@ -155,6 +155,28 @@ try {
         `20 fast reloads beside the holding tab and 20 alone each open again (slowest ${slowest('reloadsBesideOwner')} and ${slowest('reloadsAlone')} ms)`, failures);
     }
     for (const vfs of opts.vfs.split(',')) {
+      const commits = await browser.sharedCommits({ vfs });
+      console.log(`  multiTab commits (${vfs}): ${JSON.stringify(commits)}`);
+      const failures = [];
+      // Told it committed exactly when the row is there once. On OPFS a
+      // COMMIT is durable when it returns, so the tab must be told so; on
+      // IndexedDB the closed owner may not have stored it yet.
+      const told = (o) => (o?.committed ? 'committed' : o?.error != null ? 'failed' : 'nothing');
+      for (const key of ['execute', 'commit']) {
+        const o = commits[key];
+        if (!(o?.kept >= 1)) failures.push(`${key}: the owner kept no answer (${JSON.stringify(o)})`);
+        if (!((told(o) === 'committed' && o.rows === 1) || (told(o) === 'failed' && o.rows === 0))) failures.push(`${key}: told ${told(o)}, ${o?.rows} rows (${JSON.stringify(o)})`);
+        if (vfs === 'opfs' && told(o) !== 'committed') failures.push(`${key}: on OPFS the committed write was reported as ${told(o)} (${JSON.stringify(o)})`);
+      }
+      const b = commits.beforeCommit;
+      if (!(told(b) === 'failed' && b.rows === 0)) failures.push(`beforeCommit: told ${told(b)}, ${b?.rows} rows (${JSON.stringify(b)})`);
+      const expectedRows = commits.execute?.rows + commits.commit?.rows;
+      if (!(commits.joined === 'opened' && commits.rows === expectedRows && commits.integrity === 'ok')) failures.push(`at the end: ${JSON.stringify({ joined: commits.joined, rows: commits.rows, integrity: commits.integrity })}`);
+      check(`${vfs}, multiTab: an owner closed after committing a tab's write but before answering: the tab is told what is in the file ` +
+        `(a write through the next owner: ${told(commits.execute)}; a transaction's COMMIT, the tab taking over: ${told(commits.commit)}); ` +
+        `an owner closed inside a tab's transaction: it fails and leaves nothing; integrity_check ok`, failures);
+    }
+    for (const vfs of opts.vfs.split(',')) {
       const handover = await browser.sharedSync(server, { vfs, rows });
       console.log(`  multiTab sync (${vfs}): ${JSON.stringify(handover)}`);
       const f = handover.finished;

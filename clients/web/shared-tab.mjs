@@ -8,10 +8,24 @@ import { OpliteOpenFactory } from '@oplite/powersync-web';
 const schema = new sdk.Schema({ notes: new sdk.Table({ body: sdk.column.text }) });
 let db = null;
 const seen = [];
+// A write started by start(), and how it ended.
+let started = null;
+// swallow(): the answers this page, as the owner, keeps from the other
+// tabs: null none, 'commits' those of calls that committed, 'all' every one.
+let keeping = null;
+let dropped = 0;
+const post = BroadcastChannel.prototype.postMessage;
+BroadcastChannel.prototype.postMessage = function (message) {
+  if (message?.type === 'result' && (keeping === 'all' || (keeping === 'commits' && message.result?.marked != null))) {
+    dropped++;
+    return;
+  }
+  return post.call(this, message);
+};
 
 window.sharedTab = {
-  async open(vfs) {
-    const factory = new OpliteOpenFactory({ dbFilename: 'shared.db', vfs, worker: '/oplite/oplite-worker.js', multiTab: true });
+  async open(vfs, dbFilename = 'shared.db') {
+    const factory = new OpliteOpenFactory({ dbFilename, vfs, worker: '/oplite/oplite-worker.js', multiTab: true });
     db = new sdk.PowerSyncDatabase({ schema, factory });
     try {
       await db.init();
@@ -53,8 +67,28 @@ window.sharedTab = {
     await written;
     return true;
   },
-  async count() {
-    return (await db.get('SELECT count(*) AS n FROM notes')).n;
+  async count(id) {
+    return (await db.get(`SELECT count(*) AS n FROM notes${id ? ' WHERE id = ?' : ''}`, id ? [id] : [])).n;
+  },
+  // As the owner: keeps answers to other tabs (see `keeping`), as if this
+  // tab closed right after running their calls.
+  swallow(kind) {
+    keeping = kind;
+    dropped = 0;
+  },
+  dropped() {
+    return dropped;
+  },
+  // Starts a write ('execute': one INSERT; 'transaction': BEGIN, INSERT,
+  // COMMIT) and returns at once; settled() tells how it ended.
+  start(kind, id) {
+    const insert = (ctx) => ctx.execute('INSERT INTO notes (id, body) VALUES (?, ?)', [id, kind]);
+    const write = kind === 'execute' ? insert(db) : db.writeTransaction(insert);
+    started = write.then(() => ({ committed: true }), (e) => ({ error: String(e?.message ?? e) }));
+    return true;
+  },
+  settled() {
+    return started;
   },
   async integrity() {
     return (await db.get('PRAGMA integrity_check')).integrity_check;

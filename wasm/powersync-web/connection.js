@@ -155,9 +155,11 @@ class SharedConnection {
   #elect(options) {
     const name = tabsName(options.vfs, options.dbFilename);
     const owned = new Promise((resolve) => { this.#endOwnership = resolve; });
-    const own = async (onLocked) => {
+    // keep: commit records this tab may still read (its own as a client).
+    const own = async (onLocked, keep = []) => {
       await this.#open(options, onLocked);
       this.#server = new TabServer(name, this);
+      this.#server.forgetGoneTabs(keep);
     };
     return new Promise((resolve, reject) => {
       navigator.locks.request(name, { ifAvailable: true }, async (lock) => {
@@ -180,7 +182,7 @@ class SharedConnection {
           // Calls from now on (and locks the owner had not granted yet)
           // wait for this tab's own Worker.
           this.#client = null;
-          this.#ready = own('wait');
+          this.#ready = own('wait', [client.commitKey]);
           client.failAll(Object.assign(new Error(`the tab that held database ${JSON.stringify(this.#name)} closed; the call did not complete`), { ownerGone: true }));
           client.close();
           try {
@@ -290,19 +292,62 @@ class SharedConnection {
       if (e?.ownerGone) return this.exclusive(fn, options, read);
       throw e;
     }
+    // The number of this lock's last call that committed.
+    let committed = null;
+    const call = async (method, args) => {
+      try {
+        const result = await client.call(lock, method, args);
+        if (result?.marked != null) committed = result.marked;
+        return result;
+      } catch (e) {
+        if (read || !e?.ownerGone || e.callId == null) throw e;
+        const result = await this.#committedCall(client, e);
+        committed = e.callId;
+        return result;
+      }
+    };
     let result;
     try {
-      result = await fn(new OpliteLockContext((method, args) => client.call(lock, method, args), read));
+      result = await fn(new OpliteLockContext(call, read));
     } catch (e) {
       client.release(lock).catch(() => {});
       throw e;
     }
-    // A write lock ends once the owner made its commits durable; if the
-    // owner went first, what it committed may be lost ('idb'): say so.
+    // A write lock ends once the owner made its commits durable. If the
+    // owner went first, the next one tells whether they are in the file
+    // ('idb' may have lost them).
     const released = client.release(lock);
-    if (read) released.catch(() => {});
-    else await released;
+    if (read) {
+      released.catch(() => {});
+      return result;
+    }
+    try {
+      await released;
+    } catch (e) {
+      if (!e?.ownerGone || committed == null) throw e;
+      const record = await this.#commitRecord(client);
+      if (record == null || record.seq < committed) throw Object.assign(new Error(`${e.message}; what this lock committed was lost`), { ownerGone: true });
+    }
     return result;
+  }
+
+  // The owner went before answering call e.callId of a write lock: asks the
+  // next owner whether the call committed (tabs.js, commitKey). Resolves to
+  // its result if it did; rejects with e if it did not.
+  async #committedCall(client, e) {
+    const record = await this.#commitRecord(client);
+    if (record == null || record.seq < e.callId) throw e;
+    if (record.rows > 0) {
+      throw Object.assign(new Error(`${e.message}; the statement committed, but the rows it returned were lost`), { committed: true });
+    }
+    return { columnNames: [], rawRows: [], changes: record.changes, lastInsertRowid: BigInt(record.lastInsertRowid) };
+  }
+
+  // This tab's commit record in the file, read through whoever holds it now; null if none.
+  async #commitRecord(client) {
+    const read = (ctx) => ctx.executeRaw('SELECT value FROM ps_oplite_kv WHERE key = ?', [client.commitKey]);
+    const rows = await this.exclusive(read, undefined, true).then((r) => r.rawRows, () => []);
+    return rows.length === 0 ? null : JSON.parse(rows[0][0]);
   }
 
   /** The host's counters (Stats in oplite.d.ts), in a turn of the writer. */

@@ -34,6 +34,11 @@ const NAMES_CONTROL = /\bpowersync_control\b/i;
 // deferred BEGIN gives the same snapshot without asking for the writer's lock.
 const BEGIN_WRITE = /^\s*BEGIN\s+(IMMEDIATE|EXCLUSIVE)(\s+TRANSACTION)?\s*;?\s*$/i;
 const COMMIT = /^\s*(COMMIT|END)(\s+TRANSACTION)?\s*;?\s*$/i;
+// A statement that begins or ends a transaction or savepoint: a client
+// tab's such statement runs as sent (tabWrite).
+const TRANSACTION_CONTROL = /^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b/i;
+// What SQLite says of a statement that cannot run in a transaction (VACUUM, some PRAGMAs).
+const NOT_IN_TRANSACTION = /(within|inside) a transaction/i;
 // A statement that may create or drop a TEMP table or view (the writer's
 // own: the reader cannot see them, so the adapter sends the reads that
 // name one to the writer).
@@ -86,7 +91,57 @@ export function createHost(post) {
     return result;
   }
 
+  // A client tab's commit: records `marker` ({key, seq}) in ps_oplite_kv in
+  // the transaction about to commit, with the result the tab would lose.
+  // Returns whether it could (not before powersync_init made the table).
+  async function mark(marker, result) {
+    const value = JSON.stringify({ seq: marker.seq, changes: result?.changes ?? 0,
+      lastInsertRowid: String(result?.lastInsertRowid ?? 0), rows: result?.rawRows?.length ?? 0 });
+    try {
+      await db.executeRaw('INSERT OR REPLACE INTO ps_oplite_kv(key, value) VALUES (?, ?)', [marker.key, value]);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async function totalChanges() {
+    return (await db.executeRaw('SELECT total_changes()', [])).rawRows[0][0];
+  }
+
   const methods = {
+    // A write of another tab's (tabs.js): what it commits carries its
+    // marker. Its COMMIT gets the marker first; a statement outside a
+    // transaction runs in one of its own, with the marker if it changed a
+    // row (a statement SQLite refuses in a transaction runs unmarked).
+    async tabWrite(method, args, marker) {
+      const [sql] = args;
+      if (await opened().inTransaction()) {
+        if (method !== 'executeRaw' || !COMMIT.test(sql)) return methods[method](...args);
+        const marked = await mark(marker, null);
+        const result = await methods[method](...args);
+        return marked ? { ...result, marked: marker.seq } : result;
+      }
+      if (method === 'executeRaw' && TRANSACTION_CONTROL.test(sql)) return methods[method](...args);
+      await db.executeRaw('BEGIN IMMEDIATE', []);
+      let result;
+      try {
+        const before = await totalChanges();
+        result = await methods[method](...args);
+        if (await totalChanges() !== before && await mark(marker, result)) result = { ...result, marked: marker.seq };
+      } catch (e) {
+        if (await db.inTransaction()) await db.executeRaw('ROLLBACK', []);
+        if (NOT_IN_TRANSACTION.test(String(e?.message))) return methods[method](...args);
+        throw e;
+      }
+      try {
+        await write('COMMIT', []);
+      } catch (e) {
+        if (await db.inTransaction()) await db.executeRaw('ROLLBACK', []);
+        throw e;
+      }
+      return result;
+    },
     async open({ name, vfs, onLocked, cacheSizeKb, wasm }) {
       db = await open({ name, vfs, onLocked, wasm });
       await db.execute(`PRAGMA cache_size = -${cacheSizeKb}`);

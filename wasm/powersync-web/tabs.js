@@ -9,14 +9,24 @@
 // released (its open write transaction rolled back) instead of blocking
 // everyone. When the owner closes, the first tab waiting on the owner lock
 // takes over: the locks it was granted fail, and it opens the Worker
-// itself (connection.js). Nothing committed is lost: it is in the file.
+// itself (connection.js); a tab that finds another tab took over hears it
+// from the new owner ('owner'), and asks it again for the locks it waits
+// for. Nothing committed is lost: it is in the file.
+//
+// A write of a client tab that commits also records, in the same
+// transaction, the number of its call under the tab's key in ps_oplite_kv
+// (the host's tabWrite). When the owner goes before its answer arrives,
+// the client reads that key from the next owner to learn whether the call
+// committed (connection.js), instead of failing a write that is in the
+// file and inviting a retry that would write it twice.
 //
 // Messages (all on the channel; `to` names the receiver):
 //   client -> owner: {type: 'acquire', from, lock, read} | {type: 'call', from, lock, id, method, args}
 //                    | {type: 'release', from, lock}
 //   owner -> client: {type: 'granted', to, lock} | {type: 'released', to, lock, error?} (the slot ended, its commits durable)
 //                    | {type: 'result', to, id, result} | {type: 'error', to, id, error}
-//   owner -> all:    {type: 'tables', tables}
+//   owner -> all:    {type: 'tables', tables} | {type: 'owner'} (a new owner serves from now on)
+//   (every owner message names its owner in `by`)
 
 const locks = () => globalThis.navigator.locks;
 
@@ -45,6 +55,20 @@ export function tabsName(vfs, name) {
   return `oplite-owner:${vfs}:${name}`;
 }
 
+/** The ps_oplite_kv key of a client tab's last committed call. */
+export function commitKey(tab) {
+  return `tab_commit:${tab}`;
+}
+
+/** The error of a call whose owner went; callId names a call that was sent. */
+function ownerGone(message, callId = null) {
+  return Object.assign(new Error(message), { ownerGone: true, callId });
+}
+
+function errorMessage(e) {
+  return { name: e?.name ?? 'Error', message: String(e?.message ?? e), code: e?.code };
+}
+
 /**
  * The owner's side: `connection` is the owning SharedConnection, whose
  * exclusive(fn, options, read) queues a lock and lockedCall(method, args)
@@ -53,7 +77,9 @@ export function tabsName(vfs, name) {
 export class TabServer {
   #channel;
   #connection;
-  // Granted or waiting locks of clients: `${from}/${lock}` -> {release, write, abandoned}.
+  // Named in every message, so clients can tell this owner's from a previous one's.
+  #id = crypto.randomUUID();
+  // Granted or waiting locks of clients: `${from}/${lock}` -> {release, write, granted, abandoned}.
   #locks = new Map();
   #watched = new Set();
 
@@ -61,11 +87,25 @@ export class TabServer {
     this.#connection = connection;
     this.#channel = new BroadcastChannel(channelName);
     this.#channel.onmessage = ({ data }) => this.#receive(data);
+    // Clients still waiting on a previous owner ask again.
+    this.#post({ type: 'owner' });
+  }
+
+  /**
+   * Deletes the commit records of tabs that are gone (no tab holds their
+   * life lock), but those in `keep`; a tab still alive may yet need its own.
+   */
+  async forgetGoneTabs(keep) {
+    const { held } = await locks().query();
+    const alive = held.map((l) => l.name).filter((n) => n?.startsWith('oplite-tab:')).map((n) => commitKey(n.slice('oplite-tab:'.length)));
+    alive.push(...keep);
+    const sql = "DELETE FROM ps_oplite_kv WHERE key LIKE 'tab\\_commit:%' ESCAPE '\\' AND key NOT IN (SELECT value FROM json_each(?))";
+    await this.#connection.exclusive((ctx) => ctx.executeRaw(sql, [JSON.stringify(alive)])).catch(() => {});
   }
 
   /** Tells every client tab of committed table changes. */
   tablesChanged(tables) {
-    this.#channel.postMessage({ type: 'tables', tables });
+    this.#post({ type: 'tables', tables });
   }
 
   #receive(message) {
@@ -73,12 +113,12 @@ export class TabServer {
     this.#watch(message.from);
     const key = `${message.from}/${message.lock}`;
     if (message.type === 'acquire') this.#acquire(message, key);
-    else if (message.type === 'call') this.#call(message);
+    else if (message.type === 'call') this.#call(message, this.#locks.get(key));
     else if (message.type === 'release') this.#release(key);
   }
 
   #acquire({ from, lock, read }, key) {
-    const entry = { release: null, write: !read, abandoned: false };
+    const entry = { release: null, write: !read, granted: false, abandoned: false };
     const released = new Promise((resolve) => { entry.release = resolve; });
     this.#locks.set(key, entry);
     let granted = false;
@@ -87,28 +127,34 @@ export class TabServer {
     this.#connection.exclusive(async () => {
       if (entry.abandoned) return;
       granted = true;
-      this.#channel.postMessage({ type: 'granted', to: from, lock });
+      entry.granted = true;
+      this.#post({ type: 'granted', to: from, lock });
       await released;
     }, undefined, read).then(
       () => granted && this.#post({ type: 'released', to: from, lock }),
-      (e) => granted && this.#post({ type: 'released', to: from, lock, error: { name: e?.name ?? 'Error', message: String(e?.message ?? e), code: e?.code } }),
+      (e) => granted && this.#post({ type: 'released', to: from, lock, error: errorMessage(e) }),
     ).finally(() => this.#locks.delete(key));
   }
 
   #post(message) {
     try {
-      this.#channel.postMessage(message);
+      this.#channel.postMessage({ ...message, by: this.#id });
     } catch {
       // Closed: the client learns from the owner lock.
     }
   }
 
-  async #call({ from, id, method, args }) {
+  // Only in a lock this owner granted: a call sent to an owner that went
+  // must not run inside another tab's transaction here.
+  async #call({ from, id, method, args }, entry) {
     try {
-      const result = await this.#connection.lockedCall(method, args);
-      this.#channel.postMessage({ type: 'result', to: from, id, result });
+      if (!entry?.granted || entry.abandoned) throw ownerGone('the lock this call ran in ended: the tab holding the database changed');
+      const result = entry.write
+        ? await this.#connection.lockedCall('tabWrite', [method, args, { key: commitKey(from), seq: id }])
+        : await this.#connection.lockedCall(method, args);
+      this.#post({ type: 'result', to: from, id, result });
     } catch (e) {
-      this.#channel.postMessage({ type: 'error', to: from, id, error: { name: e?.name ?? 'Error', message: String(e?.message ?? e), code: e?.code } });
+      this.#post({ type: 'error', to: from, id, error: { ...errorMessage(e), ownerGone: e?.ownerGone } });
     }
   }
 
@@ -148,12 +194,19 @@ export class TabClient {
   #id = crypto.randomUUID();
   #nextLock = 1;
   #nextCall = 1;
+  // Locks asked for and not granted yet: lock -> {read, resolve, reject}.
   #granted = new Map();
+  // Locks granted by the owner serving now, and by owners that went.
+  #held = new Set();
+  #dead = new Set();
   #released = new Map();
+  // Calls in flight: id -> {resolve, reject}.
   #calls = new Map();
   #onTables;
   #releaseLife;
   #closed = null;
+  // The owner serving us (its messages' `by`), once we heard from one.
+  #owner = null;
 
   constructor(channelName, onTables) {
     this.#onTables = onTables;
@@ -166,14 +219,32 @@ export class TabClient {
     });
   }
 
+  /** The ps_oplite_kv key under which owners record this tab's committed calls. */
+  get commitKey() {
+    return commitKey(this.#id);
+  }
+
   #receive(message) {
     if (message.type === 'tables') {
       this.#onTables(message.tables);
       return;
     }
+    if (message.type === 'owner') {
+      if (message.by === this.#owner) return;
+      this.#owner = message.by;
+      this.#ownerChanged();
+      return;
+    }
     if (message.to !== this.#id) return;
+    // A late answer of an owner that went: what it concerned has failed.
+    if (this.#owner != null && message.by !== this.#owner) return;
+    this.#owner = message.by;
     if (message.type === 'granted') {
-      this.#granted.get(message.lock)?.resolve();
+      const waiting = this.#granted.get(message.lock);
+      if (waiting == null) return;
+      this.#granted.delete(message.lock);
+      this.#held.add(message.lock);
+      waiting.resolve();
     } else if (message.type === 'released') {
       const waiting = this.#released.get(message.lock);
       this.#released.delete(message.lock);
@@ -183,9 +254,28 @@ export class TabClient {
       const call = this.#calls.get(message.id);
       if (call == null) return;
       this.#calls.delete(message.id);
-      if (message.type === 'error') call.reject(Object.assign(new Error(message.error.message), { name: message.error.name, code: message.error.code }));
-      else call.resolve(message.result);
+      if (message.type === 'result') call.resolve(message.result);
+      else if (message.error.ownerGone) call.reject(ownerGone(message.error.message));
+      else call.reject(Object.assign(new Error(message.error.message), { name: message.error.name, code: message.error.code }));
     }
+  }
+
+  // Another tab took over from the owner we talked to: what we had of that
+  // owner fails (a call's error names it, for the commit check), and the
+  // locks we wait for are asked of the new owner.
+  #ownerChanged() {
+    const gone = 'the tab that held the database closed; another tab holds it now';
+    this.#failInFlight(gone);
+    for (const [lock, { read }] of this.#granted) this.#send({ type: 'acquire', lock, read });
+  }
+
+  #failInFlight(message) {
+    for (const [id, call] of this.#calls) call.reject(ownerGone(message, id));
+    this.#calls.clear();
+    for (const lock of this.#held) this.#dead.add(lock);
+    this.#held.clear();
+    for (const waiting of this.#released.values()) waiting.reject(ownerGone(message));
+    this.#released.clear();
   }
 
   #send(message) {
@@ -198,16 +288,21 @@ export class TabClient {
     await this.held;
     if (this.#closed) throw this.#closed;
     const lock = this.#nextLock++;
-    const granted = new Promise((resolve, reject) => this.#granted.set(lock, { resolve, reject }));
+    const granted = new Promise((resolve, reject) => this.#granted.set(lock, { read, resolve, reject }));
     this.#send({ type: 'acquire', lock, read });
     await waitAtMost(granted, timeoutMs, 'a lock of the tab holding the database', () => this.release(lock).catch(() => {}));
-    this.#granted.delete(lock);
     return lock;
   }
 
-  /** One statement call in `lock`, on the owner's connections. */
+  /**
+   * One statement call in `lock`, on the owner's connections. Fails with
+   * ownerGone when the owner goes first; callId is then the call's number
+   * if it was sent (a write may have committed: see commitKey).
+   */
   call(lock, method, args) {
     return new Promise((resolve, reject) => {
+      if (this.#closed) throw this.#closed;
+      if (!this.#held.has(lock)) throw ownerGone('the lock ended: the tab that held the database closed');
       const id = this.#nextCall++;
       this.#calls.set(id, { resolve, reject });
       this.#send({ type: 'call', lock, id, method, args });
@@ -221,16 +316,21 @@ export class TabClient {
   release(lock) {
     this.#granted.delete(lock);
     if (this.#closed) return Promise.reject(this.#closed);
-    const released = new Promise((resolve, reject) => this.#released.set(lock, { resolve, reject }));
+    if (this.#dead.delete(lock)) return Promise.reject(ownerGone('the tab that held the database closed before the lock ended'));
+    const held = this.#held.delete(lock);
+    // Not granted yet: the owner ends the slot it queued when it comes.
     this.#send({ type: 'release', lock });
-    return released;
+    if (!held) return Promise.resolve();
+    return new Promise((resolve, reject) => this.#released.set(lock, { resolve, reject }));
   }
 
-  /** The owner is gone (or this tab closes): what waits or runs fails with `error`, and so does what comes later. */
+  /** The owner is gone and this tab takes over (or it closes): everything of the owner's fails with `error`, and so does what comes later. */
   failAll(error) {
     this.#closed ??= error;
-    for (const call of this.#calls.values()) call.reject(error);
+    for (const [id, call] of this.#calls) call.reject(Object.assign(new Error(error.message), { ownerGone: error.ownerGone, callId: id }));
     this.#calls.clear();
+    for (const lock of this.#held) this.#dead.add(lock);
+    this.#held.clear();
     for (const waiting of [...this.#granted.values(), ...this.#released.values()]) waiting.reject(error);
     this.#granted.clear();
     this.#released.clear();
