@@ -124,7 +124,7 @@ window.pageReady = true;
 let tabDb = null;
 window.tabTest = {
   async open(vfs) {
-    const db = new OpliteDBAdapter({ dbFilename: 'tabs.db', vfs, worker: '/oplite/oplite-worker.js' });
+    const db = new OpliteDBAdapter({ dbFilename: 'tabs.db', vfs, worker: '/oplite/oplite-worker.js', enableMultiTabs: false });
     try {
       await db.get('SELECT 1 AS one');
       tabDb = db;

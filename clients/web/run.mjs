@@ -135,7 +135,7 @@ try {
       if (tabs.first !== 'opened') failures.push(`the first tab: ${tabs.first}`);
       if (tabs.second !== 'DatabaseLockedError') failures.push(`the second tab got ${tabs.second}, not DatabaseLockedError`);
       if (tabs.afterClose !== 'opened') failures.push(`after the first tab closed it, the second: ${tabs.afterClose}`);
-      check(`${vfs}: a second tab opening the same oplite database gets DatabaseLockedError, and opens it once the first closed it`, failures);
+      check(`${vfs}: with enableMultiTabs: false, a second tab opening the same oplite database gets DatabaseLockedError, and opens it once the first closed it`, failures);
     }
     for (const vfs of opts.vfs.split(',')) {
       const shared = await browser.sharedTabs({ vfs });
@@ -150,7 +150,7 @@ try {
       }
       if (shared.countAfterReloads !== 6) failures.push(`after the reloads the tab counts ${shared.countAfterReloads} rows, not 6`);
       const slowest = (key) => Math.max(...(shared[key] ?? []).filter((ms) => typeof ms === 'number'));
-      check(`${vfs}: tabs opening an oplite database with multiTab share it (writes and watched queries across tabs, a transaction), the tab holding it closes and the next carries on (${shared.takeoverMs} ms), ` +
+      check(`${vfs}: tabs opening an oplite database share it (multiTab by default, as the SDK's enableMultiTabs) (writes and watched queries across tabs, a transaction), the tab holding it closes and the next carries on (${shared.takeoverMs} ms), ` +
         `a third tab joins, and closed inside a write transaction leaves nothing of it and frees the lock (${shared.afterClientClosedMs} ms); ` +
         `20 fast reloads beside the holding tab and 20 alone each open again (slowest ${slowest('reloadsBesideOwner')} and ${slowest('reloadsAlone')} ms)`, failures);
     }

@@ -1,5 +1,6 @@
 // The browser side of the multi-tab check (browser.mjs sharedTabs): one
-// oplite database opened with multiTab in several pages of one profile.
+// oplite database opened in several pages of one profile, with multiTab
+// left to its default (on in Chromium, as the SDK's enableMultiTabs).
 // window.sharedTab's calls act on this page's PowerSyncDatabase; a watched
 // count of notes records what this page saw.
 import * as sdk from '@powersync/web';
@@ -25,7 +26,7 @@ BroadcastChannel.prototype.postMessage = function (message) {
 
 window.sharedTab = {
   async open(vfs, dbFilename = 'shared.db') {
-    const factory = new OpliteOpenFactory({ dbFilename, vfs, worker: '/oplite/oplite-worker.js', multiTab: true });
+    const factory = new OpliteOpenFactory({ dbFilename, vfs, worker: '/oplite/oplite-worker.js' });
     db = new sdk.PowerSyncDatabase({ schema, factory });
     try {
       await db.init();

@@ -16,8 +16,10 @@ export interface OpliteOpenOptions {
   worker?: string | URL | (() => Worker) | false;
   /** With worker: false, where oplite_wasm_bg.wasm is (default: next to oplite.js). */
   wasmUrl?: string | URL;
-  /** Share the database with other tabs opening it with multiTab ('opfs' and 'idb'): one tab holds it and serves the others; another takes over when it closes. Default false: a second tab gets DatabaseLockedError (see onLocked). */
+  /** Share the database with other tabs opening it with multiTab ('opfs' and 'idb'): one tab holds it and serves the others; another takes over when it closes. Default: the SDK's enableMultiTabs default (multiTabByDefault(): browsers with SharedWorker but not Safari, iOS or Android). false: a second tab gets DatabaseLockedError (see onLocked). */
   multiTab?: boolean;
+  /** The SDK's name for multiTab; multiTab wins when both are given. */
+  enableMultiTabs?: boolean;
 }
 
 /** For PowerSyncDatabase's `factory` option. */

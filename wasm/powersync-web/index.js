@@ -40,13 +40,13 @@ export class OpliteOpenFactory {
 // manager before that exists unless the adapter is its own, so it is
 // false here, and reads that name a TEMP table run on the writer
 // (docs/web-sdk.md).
-function configuration({ dbFilename, vfs, cacheSizeKb, inThread }) {
+function configuration({ dbFilename, vfs, cacheSizeKb, inThread, multiTab }) {
   return {
     dbFilename,
     vfs,
     cacheSizeKb,
     useWebWorker: !inThread,
-    enableMultiTabs: false,
+    enableMultiTabs: multiTab,
     ssrMode: false,
     disableSSRWarning: false,
     temporaryStorage: 'memory',
@@ -54,6 +54,16 @@ function configuration({ dbFilename, vfs, cacheSizeKb, inThread }) {
     additionalReaders: 0,
     requiresPersistentTriggers: false,
   };
+}
+
+/**
+ * Where the SDK turns multi-tab on by default (its enableMultiTabs):
+ * browsers with SharedWorker, but not Safari, iOS or Android.
+ */
+export function multiTabByDefault() {
+  const nav = globalThis.navigator;
+  return nav != null && typeof globalThis.SharedWorker !== 'undefined' &&
+    !/(Android|iPhone|iPod|iPad)/i.test(nav.userAgent ?? '') && globalThis.safari == null;
 }
 
 export class OpliteDBAdapter extends DBAdapter {
@@ -72,13 +82,14 @@ export class OpliteDBAdapter extends DBAdapter {
    * where there is no Worker); wasmUrl: where oplite_wasm_bg.wasm is, for
    * worker: false when a bundler moved this file away from it. A second
    * adapter on the same file in this page shares the first one's Worker
-   * and connections (and its cacheSizeKb and worker). multiTab: true
-   * ('opfs' and 'idb') shares the database with other tabs that open it
-   * with multiTab too, instead of failing with DatabaseLockedError: one tab
-   * holds it and serves the others (tabs.js); when that tab closes, another
-   * takes over.
+   * and connections (and its cacheSizeKb and worker). multiTab ('opfs'
+   * and 'idb'; enableMultiTabs, the SDK's name, is the same) shares the
+   * database with other tabs that open it with multiTab too, instead of
+   * failing with DatabaseLockedError: one tab holds it and serves the
+   * others (tabs.js); when that tab closes, another takes over. Its
+   * default is the SDK's (multiTabByDefault); false keeps one tab.
    */
-  constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', cacheSizeKb = 50 * 1024, worker, wasmUrl, multiTab = false } = {}) {
+  constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', cacheSizeKb = 50 * 1024, worker, wasmUrl, enableMultiTabs, multiTab = enableMultiTabs ?? multiTabByDefault() } = {}) {
     super();
     if (typeof dbFilename !== 'string') throw new TypeError('OpliteDBAdapter: dbFilename must be a string');
     if (!Number.isInteger(cacheSizeKb) || cacheSizeKb <= 0) throw new TypeError('OpliteDBAdapter: cacheSizeKb must be a positive integer');
@@ -87,7 +98,8 @@ export class OpliteDBAdapter extends DBAdapter {
       throw new TypeError("OpliteDBAdapter: 'opfs' needs a dedicated Worker (OPFS access handles exist only there); use vfs 'idb' without one");
     }
     this.#name = dbFilename;
-    this.#configuration = configuration({ dbFilename, vfs, cacheSizeKb, inThread });
+    multiTab = multiTab === true && vfs !== 'memory';
+    this.#configuration = configuration({ dbFilename, vfs, cacheSizeKb, inThread, multiTab });
     this.#connection = acquireConnection({ dbFilename, vfs, onLocked, cacheSizeKb, worker, wasmUrl, inThread, multiTab }, this);
   }
 
