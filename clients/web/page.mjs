@@ -16,6 +16,7 @@ import { OpliteDBAdapter, OpliteOpenFactory } from '@oplite/powersync-web';
 import { runDropIn } from '../scenario/drop-in.mjs';
 import './lifecycle.mjs';
 import './shared-tab.mjs';
+import './tabs-bench-page.mjs';
 
 function databaseSource({ core, vfs, inThread }) {
   if (core === 'oplite') {
