@@ -14,22 +14,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './bench-args.mjs';
 import { ADAPTER_PACKAGE, buildPage, launchBrowser, runInBrowser } from './browser.mjs';
 
-const { values: opts } = parseArgs({
-  options: {
-    rows: { type: 'string', default: '100000,1000000' },
-    runs: { type: 'string', default: '3' },
-    vfs: { type: 'string', default: 'opfs,idb' },
-    cores: { type: 'string', default: 'bundled,oplite' },
-  },
-});
-const server = process.env.OPLITE_TEST_SERVER;
-if (!server) {
-  console.error('set OPLITE_TEST_SERVER (the oplite-test-server binary)');
-  process.exit(2);
-}
+const { opts, server } = benchArgs({ rows: { type: 'string', default: '100000,1000000' } });
 const runs = Number(opts.runs);
 const cores = opts.cores.split(',');
 const median = (values) => {

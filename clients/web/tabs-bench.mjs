@@ -14,24 +14,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { startService } from '../node/service.mjs';
+import { benchArgs } from './bench-args.mjs';
 import { buildPage, launchBrowser } from './browser.mjs';
 
-const { values: opts } = parseArgs({
-  options: {
-    rows: { type: 'string', default: '1000000' },
-    writes: { type: 'string', default: '200' },
-    runs: { type: 'string', default: '3' },
-    vfs: { type: 'string', default: 'opfs,idb' },
-    cores: { type: 'string', default: 'bundled,oplite' },
-  },
-});
-const server = process.env.OPLITE_TEST_SERVER;
-if (!server) {
-  console.error('set OPLITE_TEST_SERVER (the oplite-test-server binary)');
-  process.exit(2);
-}
+const { opts, server } = benchArgs({ rows: { type: 'string', default: '1000000' }, writes: { type: 'string', default: '200' } });
 const quantile = (values, q) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
