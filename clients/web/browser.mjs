@@ -226,10 +226,12 @@ export async function launchBrowser({ dist }) {
     /**
      * multiTab and the SDK's sync: tab 1 syncs a fresh service's `rows`
      * rows, tab 2 connects too (the SDK's sync lock keeps it waiting),
-     * tab 1 is closed mid-download; tab 2 takes over the database and the
-     * sync and must end with every row.
+     * tab 1 ends; tab 2 takes over the database and the sync and must end
+     * with every row. end 'close': tab 1 is closed mid-download; 'crash':
+     * its renderer, and so the Worker holding the database, is crashed
+     * (DevTools' Page.crash) while the checkpoint is applied.
      */
-    async sharedSync(serverBinary, { vfs, rows }) {
+    async sharedSync(serverBinary, { vfs, rows, end = 'close' }) {
       const { child, url } = await startService(serverBinary, rows);
       this.server.setService(url);
       const session = await open();
@@ -238,9 +240,16 @@ export async function launchBrowser({ dist }) {
       try {
         const [a, b] = [await session.newPage(`sync 1 ${vfs}`), await session.newPage(`sync 2 ${vfs}`)];
         const out = {};
-        out.closedAt = await call(a, 'midDownload', config);
+        out.closedAt = await call(a, end === 'close' ? 'midDownload' : 'downloaded', config);
         out.secondConnected = await call(b, 'connectAndWait', config);
-        await a.close();
+        if (end === 'close') {
+          await a.close();
+        } else {
+          const crashed = new Promise((resolve) => a.once('crash', resolve));
+          const cdp = await a.context().newCDPSession(a);
+          cdp.send('Page.crash').catch(() => {});
+          await crashed;
+        }
         const closed = Date.now();
         out.finished = await call(b, 'finish', config);
         out.finishedMs = Date.now() - closed;

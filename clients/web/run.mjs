@@ -154,6 +154,8 @@ try {
         `a third tab joins, and closed inside a write transaction leaves nothing of it and frees the lock (${shared.afterClientClosedMs} ms); ` +
         `20 fast reloads beside the holding tab and 20 alone each open again (slowest ${slowest('reloadsBesideOwner')} and ${slowest('reloadsAlone')} ms)`, failures);
     }
+    // What the tab that took over a sync must end with.
+    const handedOver = (f) => (f?.rows === rows && f.integrity === 'ok' && f.hasSynced && f.buckets > 0 && f.queued.length === 0 ? [] : [`the second tab ended with ${JSON.stringify(f)}`]);
     for (const vfs of opts.vfs.split(',')) {
       const commits = await browser.sharedCommits({ vfs });
       console.log(`  multiTab commits (${vfs}): ${JSON.stringify(commits)}`);
@@ -179,11 +181,16 @@ try {
     for (const vfs of opts.vfs.split(',')) {
       const handover = await browser.sharedSync(server, { vfs, rows });
       console.log(`  multiTab sync (${vfs}): ${JSON.stringify(handover)}`);
-      const f = handover.finished;
       const failures = [];
       if (!(handover.closedAt?.downloaded < handover.closedAt?.total)) failures.push(`the first tab was not closed mid-download: ${JSON.stringify(handover.closedAt)}`);
-      if (!(f?.rows === rows && f.integrity === 'ok' && f.hasSynced && f.buckets > 0 && f.queued.length === 0)) failures.push(`the second tab ended with ${JSON.stringify(f)}`);
+      failures.push(...handedOver(handover.finished));
       check(`${vfs}, multiTab: the syncing tab closed mid-download (${handover.closedAt?.downloaded} of ${handover.closedAt?.total} ops); the second tab takes over the database and the SDK's sync and ends with all ${rows} rows (${handover.finishedMs} ms after the close)`, failures);
+      const crash = await browser.sharedSync(server, { vfs, rows, end: 'crash' });
+      console.log(`  multiTab sync, crash (${vfs}): ${JSON.stringify(crash)}`);
+      const crashFailures = handedOver(crash.finished);
+      if (!(crash.closedAt?.ops === rows)) crashFailures.push(`the first tab did not download the checkpoint before the crash: ${JSON.stringify(crash.closedAt)}`);
+      check(`${vfs}, multiTab: the syncing tab's renderer (its Worker with it) crashed while the checkpoint was applied (${crash.closedAt?.synced ? 'after' : 'before'} the apply ended); ` +
+        `the second tab takes over and ends with all ${rows} rows (${crash.finishedMs} ms after the crash), integrity_check ok`, crashFailures);
     }
   }
 } finally {
