@@ -116,6 +116,7 @@ export function createHost(post) {
     // row (a statement SQLite refuses in a transaction runs unmarked).
     async tabWrite(method, args, marker) {
       const [sql] = args;
+      if (method !== 'executeRaw' && method !== 'executeBatch') return methods[method](...args);
       if (await opened().inTransaction()) {
         if (method !== 'executeRaw' || !COMMIT.test(sql)) return methods[method](...args);
         const marked = await mark(marker, null);
