@@ -14,6 +14,7 @@
 import * as sdk from '@powersync/web';
 import { OpliteDBAdapter, OpliteOpenFactory } from '@oplite/powersync-web';
 import { runDropIn } from '../scenario/drop-in.mjs';
+import { COUNT_ROWS, probeQueries } from './probe.mjs';
 import './lifecycle.mjs';
 import './shared-tab.mjs';
 import './tabs-bench-page.mjs';
@@ -34,49 +35,6 @@ function databaseSource({ core, vfs, inThread }) {
 async function sha256(text) {
   const hash = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
   return [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, '0')).join('');
-}
-
-// The synced rows, in one statement (one snapshot).
-const COUNT_ROWS = 'SELECT (SELECT count(*) FROM lists) + (SELECT count(*) FROM todos) AS n';
-
-// Issues a query every `everyMs` while the first sync runs; `stop()`
-// resolves to the longest time one waited, how many ran, and the row
-// counts they saw other than none and all (the first sync is one
-// checkpoint: a reader must see it all at once or not at all).
-function probeQueries(db, everyMs, sql) {
-  let longest = 0;
-  let longestAt = null;
-  let count = 0;
-  let running = true;
-  const counts = new Set();
-  const loop = (async () => {
-    while (running) {
-      const started = performance.now();
-      const row = await db.get(sql);
-      const took = performance.now() - started;
-      if (took > longest) {
-        longest = took;
-        longestAt = Date.now() - took;
-      }
-      if (row.n != null) counts.add(row.n);
-      count++;
-      await new Promise((resolve) => setTimeout(resolve, everyMs));
-    }
-  })();
-  return {
-    async stop() {
-      running = false;
-      await loop;
-      const all = (await db.get(COUNT_ROWS)).n;
-      const partialCounts = [...counts].filter((n) => n !== 0 && n !== all);
-      const adapterStats = typeof db.database.stats === 'function' ? await db.database.stats() : null;
-      return { longestWaitMs: Math.round(longest), queries: count, partialCounts, rows: all,
-               applySteps: adapterStats?.applySteps ?? null, longestStepMs: adapterStats?.longestStepMs ?? null, longestStep: adapterStats?.longestStep ?? null, slowSteps: adapterStats?.slowSteps ?? null, longestFlushMs: adapterStats?.longestFlushMs ?? null, longestSyncMs: adapterStats?.longestSyncMs ?? null,
-               longestCommitMs: adapterStats?.longestCommitMs ?? null, unsteppedControlCalls: adapterStats?.unsteppedControlCalls ?? null, longestReadMs: adapterStats?.longestReadMs ?? null,
-               longestReadSql: adapterStats?.longestReadSql ?? null,
-               longestWaitFrom: longestAt, lastApply: adapterStats?.lastApply ?? null, stoppedAt: Date.now(), memoryHighwater: adapterStats?.memoryHighwater ?? null, wasmMemoryBytes: adapterStats?.wasmMemoryBytes ?? null };
-    },
-  };
 }
 
 window.runScenario = async (config) => {

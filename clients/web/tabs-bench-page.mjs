@@ -7,6 +7,7 @@
 import * as sdk from '@powersync/web';
 import { OpliteOpenFactory } from '@oplite/powersync-web';
 import { dropInSchema } from '../scenario/drop-in.mjs';
+import { COUNT_ROWS, probeQueries } from './probe.mjs';
 
 const now = () => performance.timeOrigin + performance.now();
 const BENCH_ROWS = "SELECT count(*) AS n FROM todos WHERE list_id = 'bench'";
@@ -67,27 +68,16 @@ window.tabsBench = {
     await db.waitForFirstSync();
     return now() - started;
   },
-  // Queries the synced rows every everyMs until stopProbe().
+  // Counts the synced rows every everyMs until stopProbe().
   startProbe(everyMs) {
-    probe = { longest: 0, queries: 0, stop: false };
-    const p = probe;
-    (async () => {
-      while (!p.stop) {
-        const started = now();
-        await db.get('SELECT count(*) AS n FROM todos');
-        p.longest = Math.max(p.longest, now() - started);
-        p.queries++;
-        await new Promise((resolve) => setTimeout(resolve, everyMs));
-      }
-    })();
+    probe = probeQueries(db, everyMs, COUNT_ROWS);
     return true;
   },
   stopProbe() {
-    probe.stop = true;
-    return { longestMs: Math.round(probe.longest), queries: probe.queries };
+    return probe.stop();
   },
   // Every row of the drop-in tables.
   async count() {
-    return (await db.get('SELECT (SELECT count(*) FROM lists) + (SELECT count(*) FROM todos) AS n')).n;
+    return (await db.get(COUNT_ROWS)).n;
   },
 };

@@ -10,7 +10,7 @@
 // multiTab option, tabs share it too: one owns it, the others are its
 // clients (tabs.js).
 import { LockContext, queryResultWithoutRows } from '@powersync/common';
-import { TabClient, TabServer, tabsName, waitAtMost } from './tabs.js';
+import { TabClient, TabServer, tabsName, toError, waitAtMost } from './tabs.js';
 
 // Open connections by storage and file name.
 const connections = new Map();
@@ -32,14 +32,6 @@ export function acquireConnection(options, adapter) {
   }
   connection.adapters.add(adapter);
   return connection;
-}
-
-/** The error a call got from the Worker, with SQLite's extended code when there is one. */
-function toError(error) {
-  const e = new Error(error.message);
-  e.name = error.name;
-  if (error.code != null) e.code = error.code;
-  return e;
 }
 
 // The SDK's RawQueryResult; its insertId is a number.
@@ -69,6 +61,17 @@ function namePattern(names) {
   if (names.length === 0) return null;
   const escaped = names.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
   return new RegExp(`(^|[^A-Za-z0-9_$])(${escaped.join('|')})($|[^A-Za-z0-9_$])`, 'i');
+}
+
+// The owner went before answering call e.callId of a write lock; `record`
+// is this tab's commit record as the next owner has it (tabs.js,
+// commitKey). The call's result if it committed; throws e if it did not.
+function committedResult(record, e) {
+  if (record == null || record.seq < e.callId) throw e;
+  if (record.rows > 0) {
+    throw Object.assign(new Error(`${e.message}; the statement committed, but the rows it returned were lost`), { committed: true });
+  }
+  return { columnNames: [], rawRows: [], changes: record.changes, lastInsertRowid: BigInt(record.lastInsertRowid) };
 }
 
 class OpliteLockContext extends LockContext {
@@ -131,7 +134,8 @@ class SharedConnection {
     this.#name = options.dbFilename;
     this.#forget = forget;
     this.#durableAtRelease = options.vfs === 'idb';
-    const shared = options.multiTab && options.vfs !== 'memory' && globalThis.navigator?.locks != null;
+    // multiTab is false for 'memory' (index.js).
+    const shared = options.multiTab && globalThis.navigator?.locks != null;
     this.#ready = shared ? this.#elect(options) : this.#open(options, options.onLocked);
     // A connection that did not open (another tab holds the file) is not
     // reused: the next adapter tries again.
@@ -292,8 +296,11 @@ class SharedConnection {
       if (e?.ownerGone) return this.exclusive(fn, options, read);
       throw e;
     }
-    // The number of this lock's last call that committed.
+    // The number of this lock's last call that committed, and this tab's
+    // commit record once read after the owner went (the lock then ended:
+    // no later call of it commits).
     let committed = null;
+    let record;
     const call = async (method, args) => {
       try {
         const result = await client.call(lock, method, args);
@@ -301,7 +308,8 @@ class SharedConnection {
         return result;
       } catch (e) {
         if (read || !e?.ownerGone || e.callId == null) throw e;
-        const result = await this.#committedCall(client, e);
+        record = await this.#commitRecord(client);
+        const result = committedResult(record, e);
         committed = e.callId;
         return result;
       }
@@ -325,22 +333,10 @@ class SharedConnection {
       await released;
     } catch (e) {
       if (!e?.ownerGone || committed == null) throw e;
-      const record = await this.#commitRecord(client);
+      record ??= await this.#commitRecord(client);
       if (record == null || record.seq < committed) throw Object.assign(new Error(`${e.message}; what this lock committed was lost`), { ownerGone: true });
     }
     return result;
-  }
-
-  // The owner went before answering call e.callId of a write lock: asks the
-  // next owner whether the call committed (tabs.js, commitKey). Resolves to
-  // its result if it did; rejects with e if it did not.
-  async #committedCall(client, e) {
-    const record = await this.#commitRecord(client);
-    if (record == null || record.seq < e.callId) throw e;
-    if (record.rows > 0) {
-      throw Object.assign(new Error(`${e.message}; the statement committed, but the rows it returned were lost`), { committed: true });
-    }
-    return { columnNames: [], rawRows: [], changes: record.changes, lastInsertRowid: BigInt(record.lastInsertRowid) };
   }
 
   // This tab's commit record in the file, read through whoever holds it now; null if none.

@@ -65,8 +65,17 @@ function ownerGone(message, callId = null) {
   return Object.assign(new Error(message), { ownerGone: true, callId });
 }
 
+/**
+ * An error as a message carries it (errorMessage), and back (toError: also
+ * for the Worker's errors, with SQLite's extended code when there is one).
+ */
 function errorMessage(e) {
-  return { name: e?.name ?? 'Error', message: String(e?.message ?? e), code: e?.code };
+  return { name: e?.name ?? 'Error', message: String(e?.message ?? e), code: e?.code, ownerGone: e?.ownerGone };
+}
+
+export function toError(error) {
+  if (error.ownerGone) return ownerGone(error.message);
+  return Object.assign(new Error(error.message), { name: error.name, code: error.code });
 }
 
 /**
@@ -121,18 +130,16 @@ export class TabServer {
     const entry = { release: null, write: !read, granted: false, abandoned: false };
     const released = new Promise((resolve) => { entry.release = resolve; });
     this.#locks.set(key, entry);
-    let granted = false;
     // The slot ends once its commits are durable ('idb': in IndexedDB);
     // only then does the client hear its write lock ended.
     this.#connection.exclusive(async () => {
       if (entry.abandoned) return;
-      granted = true;
       entry.granted = true;
       this.#post({ type: 'granted', to: from, lock });
       await released;
     }, undefined, read).then(
-      () => granted && this.#post({ type: 'released', to: from, lock }),
-      (e) => granted && this.#post({ type: 'released', to: from, lock, error: errorMessage(e) }),
+      () => entry.granted && this.#post({ type: 'released', to: from, lock }),
+      (e) => entry.granted && this.#post({ type: 'released', to: from, lock, error: errorMessage(e) }),
     ).finally(() => this.#locks.delete(key));
   }
 
@@ -154,7 +161,7 @@ export class TabServer {
         : await this.#connection.lockedCall(method, args);
       this.#post({ type: 'result', to: from, id, result });
     } catch (e) {
-      this.#post({ type: 'error', to: from, id, error: { ...errorMessage(e), ownerGone: e?.ownerGone } });
+      this.#post({ type: 'error', to: from, id, error: errorMessage(e) });
     }
   }
 
@@ -248,15 +255,14 @@ export class TabClient {
     } else if (message.type === 'released') {
       const waiting = this.#released.get(message.lock);
       this.#released.delete(message.lock);
-      if (message.error) waiting?.reject(Object.assign(new Error(message.error.message), { name: message.error.name, code: message.error.code }));
+      if (message.error) waiting?.reject(toError(message.error));
       else waiting?.resolve();
     } else {
       const call = this.#calls.get(message.id);
       if (call == null) return;
       this.#calls.delete(message.id);
       if (message.type === 'result') call.resolve(message.result);
-      else if (message.error.ownerGone) call.reject(ownerGone(message.error.message));
-      else call.reject(Object.assign(new Error(message.error.message), { name: message.error.name, code: message.error.code }));
+      else call.reject(toError(message.error));
     }
   }
 

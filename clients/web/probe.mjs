@@ -1,0 +1,47 @@
+// The query probe of the web tests and benchmarks (page.mjs,
+// tabs-bench-page.mjs): a query issued every few ms through db.get while a
+// sync runs, and the longest any of them waited. oplite's counters come
+// with it when the database is oplite's.
+
+// The synced rows, in one statement (one snapshot).
+export const COUNT_ROWS = 'SELECT (SELECT count(*) FROM lists) + (SELECT count(*) FROM todos) AS n';
+
+// Issues a query every `everyMs` while the first sync runs; `stop()`
+// resolves to the longest time one waited, how many ran, and the row
+// counts they saw other than none and all (the first sync is one
+// checkpoint: a reader must see it all at once or not at all).
+export function probeQueries(db, everyMs, sql) {
+  let longest = 0;
+  let longestAt = null;
+  let count = 0;
+  let running = true;
+  const counts = new Set();
+  const loop = (async () => {
+    while (running) {
+      const started = performance.now();
+      const row = await db.get(sql);
+      const took = performance.now() - started;
+      if (took > longest) {
+        longest = took;
+        longestAt = Date.now() - took;
+      }
+      if (row.n != null) counts.add(row.n);
+      count++;
+      await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      const all = (await db.get(COUNT_ROWS)).n;
+      const partialCounts = [...counts].filter((n) => n !== 0 && n !== all);
+      const adapterStats = typeof db.database.stats === 'function' ? await db.database.stats() : null;
+      return { longestWaitMs: Math.round(longest), queries: count, partialCounts, rows: all,
+               applySteps: adapterStats?.applySteps ?? null, longestStepMs: adapterStats?.longestStepMs ?? null, longestStep: adapterStats?.longestStep ?? null, slowSteps: adapterStats?.slowSteps ?? null, longestFlushMs: adapterStats?.longestFlushMs ?? null, longestSyncMs: adapterStats?.longestSyncMs ?? null,
+               longestCommitMs: adapterStats?.longestCommitMs ?? null, unsteppedControlCalls: adapterStats?.unsteppedControlCalls ?? null, longestReadMs: adapterStats?.longestReadMs ?? null,
+               longestReadSql: adapterStats?.longestReadSql ?? null,
+               longestWaitFrom: longestAt, lastApply: adapterStats?.lastApply ?? null, stoppedAt: Date.now(), memoryHighwater: adapterStats?.memoryHighwater ?? null, wasmMemoryBytes: adapterStats?.wasmMemoryBytes ?? null };
+    },
+  };
+}
