@@ -51,6 +51,31 @@ export async function buildPage(work) {
   return { dist };
 }
 
+// A page call that has not answered within `ms` resolves to this; the
+// multi-tab checks run the SDK's own database too, which may hang where
+// oplite must not.
+const timedOut = (ms) => ({ timedOut: `${ms / 1000} s` });
+function bounded(promise, ms) {
+  let timer;
+  const late = new Promise((resolve) => { timer = setTimeout(() => resolve(timedOut(ms)), ms); });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * `at(page, fn, ...args)` calling window[global][fn] in the page, each call
+ * bounded by `ms`; after one call timed out, the later ones are not run
+ * and resolve to what the first got.
+ */
+function pageCalls(global, ms) {
+  let stuck = null;
+  return async (page, fn, ...args) => {
+    if (stuck) return stuck;
+    const result = await bounded(page.evaluate(([g, f, a]) => window[g][f](...a), [global, fn, args]), ms);
+    if (result?.timedOut) stuck = { ...result, in: fn };
+    return result;
+  };
+}
+
 /** Starts the page server and returns the browser side of the tests. */
 export async function launchBrowser({ dist }) {
   const server = await startServer({ '/dist/': dist, '/oplite/': ADAPTER_PACKAGE });
@@ -91,20 +116,21 @@ export async function launchBrowser({ dist }) {
       }
     },
     /**
-     * Pages of one profile sharing an oplite database with multiTab
-     * (shared-tab.mjs): each sees the others' writes, in its watched
+     * Pages of one profile sharing one database, `core` oplite's or the
+     * SDK's own (shared-tab.mjs): each sees the others' writes, in its watched
      * queries too; the first page, which holds the database, closes and
      * the second carries on; a third joins the second, and is closed in
      * the middle of a write transaction; a fourth is reloaded 20 times
      * beside the second, then 20 times alone.
      */
-    async sharedTabs({ vfs }) {
+    async sharedTabs({ vfs, core = 'oplite' }) {
       const session = await open();
-      const at = (page, fn, ...args) => page.evaluate(([f, a]) => window.sharedTab[f](...a), [fn, args]);
+      const at = pageCalls('sharedTab', 60_000);
+      const openIn = (page) => at(page, 'open', vfs, 'shared.db', core);
+      const out = {};
       try {
-        const out = {};
-        const [a, b] = [await session.newPage(`shared 1 ${vfs}`), await session.newPage(`shared 2 ${vfs}`)];
-        out.opened = [await at(a, 'open', vfs), await at(b, 'open', vfs)];
+        const [a, b] = [await session.newPage(`shared 1 ${core} ${vfs}`), await session.newPage(`shared 2 ${core} ${vfs}`)];
+        out.opened = [await openIn(a), await openIn(b)];
         out.written = [await at(a, 'write', 'a1'), await at(b, 'write', 'b1')];
         out.watched = [await at(b, 'waitSeen', 2, 30_000), await at(a, 'waitSeen', 2, 30_000)];
         out.transaction = await at(b, 'transaction', 'b2');
@@ -113,8 +139,8 @@ export async function launchBrowser({ dist }) {
         out.afterOwnerClosed = await at(b, 'write', 'b3');
         out.takeoverMs = Date.now() - started;
         out.integrity = await at(b, 'integrity');
-        const c = await session.newPage(`shared 3 ${vfs}`);
-        out.joined = await at(c, 'open', vfs);
+        const c = await session.newPage(`shared 3 ${core} ${vfs}`);
+        out.joined = await openIn(c);
         out.joinedCount = await at(c, 'count');
         out.joinedWrite = await at(c, 'write', 'c1');
         out.seenByOwner = await at(b, 'waitSeen', 5, 30_000);
@@ -134,20 +160,22 @@ export async function launchBrowser({ dist }) {
             await page.reload();
             await page.waitForFunction(() => window.pageReady === true);
             const started = Date.now();
-            const opened = await at(page, 'open', vfs);
+            const opened = await openIn(page);
             opens.push(opened === 'opened' ? Date.now() - started : opened);
           }
           return opens;
         };
-        const d = await session.newPage(`shared 4 ${vfs}`);
+        const d = await session.newPage(`shared 4 ${core} ${vfs}`);
         out.reloadsBesideOwner = await reloads(d);
         await b.close();
         out.reloadsAlone = await reloads(d);
         out.countAfterReloads = await at(d, 'count');
-        return out;
+      } catch (e) {
+        out.failed = String(e?.message ?? e);
       } finally {
         await session.close();
       }
+      return out;
     },
     /**
      * Commits whose answer the owner never sent (shared-tab.mjs swallow):
@@ -160,7 +188,7 @@ export async function launchBrowser({ dist }) {
      */
     async sharedCommits({ vfs }) {
       const session = await open();
-      const at = (page, fn, ...args) => page.evaluate(([f, a]) => window.sharedTab[f](...a), [fn, args]);
+      const at = pageCalls('sharedTab', 60_000);
       const name = 'commits.db';
       // Starts `kind` in `writer`, closes `owner` once it kept an answer.
       const ownerClosesAfter = async (owner, keep, writer, kind, id) => {
@@ -224,25 +252,27 @@ export async function launchBrowser({ dist }) {
       }
     },
     /**
-     * multiTab and the SDK's sync: tab 1 syncs a fresh service's `rows`
+     * Tabs sharing a database (`core` oplite's with multiTab, or the SDK's
+     * own with enableMultiTabs) and the SDK's sync: tab 1 syncs a fresh service's `rows`
      * rows, tab 2 connects too (the SDK's sync lock keeps it waiting),
      * tab 1 ends; tab 2 takes over the database and the sync and must end
-     * with every row. end 'close': tab 1 is closed mid-download; 'crash':
-     * its renderer, and so the Worker holding the database, is crashed
+     * with every row. end 'close': tab 1 is closed mid-download;
+     * 'closeApply': closed while the checkpoint is applied; 'crash': its
+     * renderer, and so the Worker holding the database, is crashed
      * (DevTools' Page.crash) while the checkpoint is applied.
      */
-    async sharedSync(serverBinary, { vfs, rows, end = 'close' }) {
+    async sharedSync(serverBinary, { vfs, rows, end = 'close', core = 'oplite' }) {
       const { child, url } = await startService(serverBinary, rows);
       this.server.setService(url);
       const session = await open();
-      const call = (page, fn, config) => page.evaluate(([f, c]) => window.lifecycle[f](c), [fn, config]);
-      const config = { vfs, name: 'shared-sync.db', multiTab: true };
+      const call = pageCalls('lifecycle', 45_000);
+      const config = { vfs, name: 'shared-sync.db', multiTab: true, core };
+      const out = {};
       try {
-        const [a, b] = [await session.newPage(`sync 1 ${vfs}`), await session.newPage(`sync 2 ${vfs}`)];
-        const out = {};
+        const [a, b] = [await session.newPage(`sync 1 ${core} ${vfs}`), await session.newPage(`sync 2 ${core} ${vfs}`)];
         out.closedAt = await call(a, end === 'close' ? 'midDownload' : 'downloaded', config);
         out.secondConnected = await call(b, 'connectAndWait', config);
-        if (end === 'close') {
+        if (end !== 'crash') {
           await a.close();
         } else {
           const crashed = new Promise((resolve) => a.once('crash', resolve));
@@ -253,11 +283,13 @@ export async function launchBrowser({ dist }) {
         const closed = Date.now();
         out.finished = await call(b, 'finish', config);
         out.finishedMs = Date.now() - closed;
-        return out;
+      } catch (e) {
+        out.failed = String(e?.message ?? e);
       } finally {
         await session.close();
         child.kill();
       }
+      return out;
     },
     /** page.mjs's adapterChecks(config) in a fresh profile. */
     async adapterChecks(config) {

@@ -16,15 +16,15 @@
 //                            closed mid-download and a second tab that
 //                            takes over the database and the sync
 import * as sdk from '@powersync/web';
-import { OpliteOpenFactory } from '@oplite/powersync-web';
+import { databaseOptions } from './databases.mjs';
 import { dropInSchema } from '../scenario/drop-in.mjs';
 
 // A write queued after the sync: it must survive a reload.
 const LOCAL_TODO = "INSERT INTO todos (id, list_id, description, done) VALUES ('kept', 'list1', 'queued before the reload', 0)";
 
-async function open({ vfs, name, multiTab = false }) {
-  const factory = new OpliteOpenFactory({ dbFilename: name, vfs, worker: '/oplite/oplite-worker.js', multiTab });
-  const db = new sdk.PowerSyncDatabase({ schema: dropInSchema(sdk, false), factory });
+// core: databases.mjs's name (oplite unless given).
+async function open({ vfs, name, multiTab = false, core = 'oplite' }) {
+  const db = new sdk.PowerSyncDatabase({ schema: dropInSchema(sdk, false), ...databaseOptions({ core, vfs, dbFilename: name, multiTab }) });
   await db.init();
   return db;
 }

@@ -2,12 +2,14 @@
 // 2.4.0 in headless Chromium runs the drop-in scenario (../scenario) against
 // the loopback service, with the SDK's own database and with oplite's
 // (@oplite/powersync-web), on OPFS and on IndexedDB; each oplite run must
-// agree with the SDK's own run on the same storage. Also: a second tab
-// opening an oplite database gets DatabaseLockedError; a reload right after
-// a sync, and a page closed mid-apply (browser.mjs lifecycle).
+// agree with the SDK's own run on the same storage. Also: the adapter's
+// contract beside the SDK's own database (page.mjs adapterChecks); a reload
+// right after a sync, and a page closed mid-apply (browser.mjs lifecycle);
+// and tabs sharing one database, both databases (tabs-checks.mjs).
+// --only tabs runs the tab checks alone.
 //
 //   OPLITE_TEST_SERVER=target/release/oplite-test-server node run.mjs \
-//     [--rows N] [--vfs opfs,idb] [--modes legacy,requests] [--cores bundled,oplite] [--scenario off]
+//     [--rows N] [--vfs opfs,idb] [--modes legacy,requests] [--cores bundled,oplite] [--scenario off] [--only tabs]
 //
 // Needs wasm/pkg-powersync-web (scripts/build-wasm-package.sh) and Chromium
 // (OPLITE_CHROMIUM, default /usr/bin/chromium). Ends with `N passed, M failed`.
@@ -19,6 +21,7 @@ import { checklist } from '../scenario/checks.mjs';
 import { agreementSummary, compareRuns, sameValue } from '../scenario/compare.mjs';
 import { ADAPTER_PACKAGE, buildPage, launchBrowser, runInBrowser } from './browser.mjs';
 import { sdkControlCalls } from './sdk-sql.mjs';
+import { tabChecks } from './tabs-checks.mjs';
 
 const { CONTROL_CALL } = await import(path.join(ADAPTER_PACKAGE, 'oplite-host.js'));
 
@@ -28,8 +31,9 @@ const { values: opts } = parseArgs({
     vfs: { type: 'string', default: 'opfs,idb' },
     modes: { type: 'string', default: 'legacy,requests' },
     cores: { type: 'string', default: 'bundled,oplite' },
-    // off: only the adapter checks and the two-tab check.
+    // off: all but the drop-in scenario.
     scenario: { type: 'string', default: 'on' },
+    only: { type: 'string', default: 'all' },
   },
 });
 const rows = Number(opts.rows);
@@ -51,7 +55,8 @@ check('every powersync_control call in the installed @powersync packages is one 
 const page = await buildPage(work);
 const browser = await launchBrowser(page);
 try {
-  for (const mode of opts.scenario === 'off' ? [] : opts.modes.split(',')) {
+  const onlyTabs = opts.only === 'tabs';
+  for (const mode of opts.scenario === 'off' || onlyTabs ? [] : opts.modes.split(',')) {
     for (const vfs of opts.vfs.split(',')) {
       const results = {};
       // On IndexedDB oplite also runs in the page, without a Worker (legacy mode).
@@ -93,7 +98,7 @@ try {
       }
     }
   }
-  if (opts.cores.includes('oplite')) {
+  if (opts.cores.includes('oplite') && !onlyTabs) {
     const checks = opts.vfs.split(',').map((vfs) => ({ vfs })).concat(opts.vfs.includes('idb') ? [{ vfs: 'idb', inThread: true }] : []);
     for (const { vfs, inThread } of checks) {
       const bundled = await browser.adapterChecks({ core: 'bundled', vfs });
@@ -129,70 +134,8 @@ try {
       const when = life.afterClose?.rows === 0 ? 'before its COMMIT (nothing applied)' : 'after its COMMIT';
       check(`${vfs}: a reload right after a sync keeps every row and the queued upload; a page closed while its first checkpoint was applied (closed ${when}) leaves a sound database that syncs on`, failures);
     }
-    for (const vfs of opts.vfs.split(',')) {
-      const tabs = await browser.twoTabs({ vfs });
-      const failures = [];
-      if (tabs.first !== 'opened') failures.push(`the first tab: ${tabs.first}`);
-      if (tabs.second !== 'DatabaseLockedError') failures.push(`the second tab got ${tabs.second}, not DatabaseLockedError`);
-      if (tabs.afterClose !== 'opened') failures.push(`after the first tab closed it, the second: ${tabs.afterClose}`);
-      check(`${vfs}: with enableMultiTabs: false, a second tab opening the same oplite database gets DatabaseLockedError, and opens it once the first closed it`, failures);
-    }
-    for (const vfs of opts.vfs.split(',')) {
-      const shared = await browser.sharedTabs({ vfs });
-      console.log(`  multiTab (${vfs}): ${JSON.stringify(shared)}`);
-      const expected = { opened: ['opened', 'opened'], written: [1, 2], watched: [true, true], transaction: 3, afterOwnerClosed: 4, integrity: 'ok',
-                         joined: 'opened', joinedCount: 4, joinedWrite: 5, seenByOwner: true, hung: true, afterClientClosed: 6, finalIntegrity: 'ok' };
-      const failures = Object.entries(expected).filter(([k, v]) => !sameValue(shared[k], v)).map(([k, v]) => `${k}: ${JSON.stringify(shared[k])}, expected ${JSON.stringify(v)}`);
-      // Times are reported, not asserted (a shared machine): the bounds the
-      // issue sets (5 s to carry on, 2 s per open) are read off the output.
-      for (const key of ['reloadsBesideOwner', 'reloadsAlone']) {
-        if (shared[key]?.length !== 20 || !shared[key].every((ms) => typeof ms === 'number')) failures.push(`${key}: ${JSON.stringify(shared[key])} (an open that did not succeed)`);
-      }
-      if (shared.countAfterReloads !== 6) failures.push(`after the reloads the tab counts ${shared.countAfterReloads} rows, not 6`);
-      const slowest = (key) => Math.max(...(shared[key] ?? []).filter((ms) => typeof ms === 'number'));
-      check(`${vfs}: tabs opening an oplite database share it (multiTab by default, as the SDK's enableMultiTabs) (writes and watched queries across tabs, a transaction), the tab holding it closes and the next carries on (${shared.takeoverMs} ms), ` +
-        `a third tab joins, and closed inside a write transaction leaves nothing of it and frees the lock (${shared.afterClientClosedMs} ms); ` +
-        `20 fast reloads beside the holding tab and 20 alone each open again (slowest ${slowest('reloadsBesideOwner')} and ${slowest('reloadsAlone')} ms)`, failures);
-    }
-    // What the tab that took over a sync must end with.
-    const handedOver = (f) => (f?.rows === rows && f.integrity === 'ok' && f.hasSynced && f.buckets > 0 && f.queued.length === 0 ? [] : [`the second tab ended with ${JSON.stringify(f)}`]);
-    for (const vfs of opts.vfs.split(',')) {
-      const commits = await browser.sharedCommits({ vfs });
-      console.log(`  multiTab commits (${vfs}): ${JSON.stringify(commits)}`);
-      const failures = [];
-      // Told it committed exactly when the row is there once. On OPFS a
-      // COMMIT is durable when it returns, so the tab must be told so; on
-      // IndexedDB the closed owner may not have stored it yet.
-      const told = (o) => (o?.committed ? 'committed' : o?.error != null ? 'failed' : 'nothing');
-      for (const key of ['execute', 'commit']) {
-        const o = commits[key];
-        if (!(o?.kept >= 1)) failures.push(`${key}: the owner kept no answer (${JSON.stringify(o)})`);
-        if (!((told(o) === 'committed' && o.rows === 1) || (told(o) === 'failed' && o.rows === 0))) failures.push(`${key}: told ${told(o)}, ${o?.rows} rows (${JSON.stringify(o)})`);
-        if (vfs === 'opfs' && told(o) !== 'committed') failures.push(`${key}: on OPFS the committed write was reported as ${told(o)} (${JSON.stringify(o)})`);
-      }
-      const b = commits.beforeCommit;
-      if (!(told(b) === 'failed' && b.rows === 0)) failures.push(`beforeCommit: told ${told(b)}, ${b?.rows} rows (${JSON.stringify(b)})`);
-      const expectedRows = commits.execute?.rows + commits.commit?.rows;
-      if (!(commits.joined === 'opened' && commits.rows === expectedRows && commits.integrity === 'ok')) failures.push(`at the end: ${JSON.stringify({ joined: commits.joined, rows: commits.rows, integrity: commits.integrity })}`);
-      check(`${vfs}, multiTab: an owner closed after committing a tab's write but before answering: the tab is told what is in the file ` +
-        `(a write through the next owner: ${told(commits.execute)}; a transaction's COMMIT, the tab taking over: ${told(commits.commit)}); ` +
-        `an owner closed inside a tab's transaction: it fails and leaves nothing; integrity_check ok`, failures);
-    }
-    for (const vfs of opts.vfs.split(',')) {
-      const handover = await browser.sharedSync(server, { vfs, rows });
-      console.log(`  multiTab sync (${vfs}): ${JSON.stringify(handover)}`);
-      const failures = [];
-      if (!(handover.closedAt?.downloaded < handover.closedAt?.total)) failures.push(`the first tab was not closed mid-download: ${JSON.stringify(handover.closedAt)}`);
-      failures.push(...handedOver(handover.finished));
-      check(`${vfs}, multiTab: the syncing tab closed mid-download (${handover.closedAt?.downloaded} of ${handover.closedAt?.total} ops); the second tab takes over the database and the SDK's sync and ends with all ${rows} rows (${handover.finishedMs} ms after the close)`, failures);
-      const crash = await browser.sharedSync(server, { vfs, rows, end: 'crash' });
-      console.log(`  multiTab sync, crash (${vfs}): ${JSON.stringify(crash)}`);
-      const crashFailures = handedOver(crash.finished);
-      if (!(crash.closedAt?.ops === rows)) crashFailures.push(`the first tab did not download the checkpoint before the crash: ${JSON.stringify(crash.closedAt)}`);
-      check(`${vfs}, multiTab: the syncing tab's renderer (its Worker with it) crashed while the checkpoint was applied (${crash.closedAt?.synced ? 'after' : 'before'} the apply ended); ` +
-        `the second tab takes over and ends with all ${rows} rows (${crash.finishedMs} ms after the crash), integrity_check ok`, crashFailures);
-    }
   }
+  await tabChecks(browser, server, { vfsList: opts.vfs.split(','), cores: opts.cores.split(','), rows, check });
 } finally {
   await browser.close();
   fs.rmSync(work, { recursive: true, force: true });

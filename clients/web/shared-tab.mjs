@@ -1,10 +1,11 @@
 // The browser side of the multi-tab check (browser.mjs sharedTabs): one
-// oplite database opened in several pages of one profile, with multiTab
-// left to its default (on in Chromium, as the SDK's enableMultiTabs).
+// database, oplite's or the SDK's own (databases.mjs), opened in several
+// pages of one profile, sharing between tabs left to its default (on in
+// Chromium: oplite's multiTab, the SDK's enableMultiTabs).
 // window.sharedTab's calls act on this page's PowerSyncDatabase; a watched
 // count of notes records what this page saw.
 import * as sdk from '@powersync/web';
-import { OpliteOpenFactory } from '@oplite/powersync-web';
+import { databaseOptions } from './databases.mjs';
 
 const schema = new sdk.Schema({ notes: new sdk.Table({ body: sdk.column.text }) });
 let db = null;
@@ -25,9 +26,8 @@ BroadcastChannel.prototype.postMessage = function (message) {
 };
 
 window.sharedTab = {
-  async open(vfs, dbFilename = 'shared.db') {
-    const factory = new OpliteOpenFactory({ dbFilename, vfs, worker: '/oplite/oplite-worker.js' });
-    db = new sdk.PowerSyncDatabase({ schema, factory });
+  async open(vfs, dbFilename = 'shared.db', core = 'oplite') {
+    db = new sdk.PowerSyncDatabase({ schema, ...databaseOptions({ core, vfs, dbFilename }) });
     try {
       await db.init();
     } catch (e) {

@@ -5,7 +5,7 @@
 // calls act on this page's PowerSyncDatabase. Times are
 // performance.timeOrigin + performance.now(), comparable across pages.
 import * as sdk from '@powersync/web';
-import { OpliteOpenFactory } from '@oplite/powersync-web';
+import { databaseOptions } from './databases.mjs';
 import { dropInSchema } from '../scenario/drop-in.mjs';
 import { COUNT_ROWS, probeQueries } from './probe.mjs';
 
@@ -17,12 +17,10 @@ let db = null;
 const seenAt = new Map();
 const waiters = new Map();
 let probe = null;
-
-function source(core, vfs, dbFilename) {
-  if (core === 'oplite') return { factory: new OpliteOpenFactory({ dbFilename, vfs, worker: '/oplite/oplite-worker.js' }) };
-  const vfsName = vfs === 'opfs' ? sdk.WASQLiteVFS.OPFSCoopSyncVFS : sdk.WASQLiteVFS.IDBBatchAtomicVFS;
-  return { database: { dbFilename, vfs: vfsName } };
-}
+// This page's main-thread tasks of 50 ms or more (the Long Tasks API)
+// since startTasks(): a tab whose main thread relays the other tabs'
+// calls delays them by as much.
+let tasks = null;
 
 const connector = {
   async fetchCredentials() {
@@ -36,7 +34,7 @@ window.tabsBench = {
   // Opens the database; resolves to how long init() took, in ms.
   async open({ core, vfs, name }) {
     const started = now();
-    db = new sdk.PowerSyncDatabase({ schema: dropInSchema(sdk, false), ...source(core, vfs, name) });
+    db = new sdk.PowerSyncDatabase({ schema: dropInSchema(sdk, false), ...databaseOptions({ core, vfs, dbFilename: name }) });
     await db.init();
     return now() - started;
   },
@@ -75,6 +73,19 @@ window.tabsBench = {
   },
   stopProbe() {
     return probe.stop();
+  },
+  startTasks() {
+    const durations = [];
+    const observer = new PerformanceObserver((list) => durations.push(...list.getEntries().map((e) => e.duration)));
+    observer.observe({ type: 'longtask' });
+    tasks = { durations, observer };
+    return true;
+  },
+  // The longest long task since startTasks(), and how many there were.
+  stopTasks() {
+    tasks.observer.disconnect();
+    const { durations } = tasks;
+    return { longestTaskMs: Math.round(Math.max(0, ...durations)), longTasks: durations.length };
   },
   // Every row of the drop-in tables.
   async count() {

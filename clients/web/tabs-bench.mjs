@@ -6,6 +6,8 @@
 //   - the first open of each tab (init(), ms);
 //   - the longest wait of a query in tab B (every 20 ms) while tab A's
 //     first sync applies --rows rows, and that sync's time;
+//   - tab A's longest main-thread task during its sync (its main thread
+//     serves tab B's calls when it holds an oplite database);
 //   - then a write in tab B reaching a watched query in tab A, --writes
 //     times one after the other (p50 and p99, ms).
 // Prints a markdown table of the medians over the runs.
@@ -39,8 +41,10 @@ async function run(browser, { core, vfs, rows, writes }) {
     // The sync first: local writes would hold its checkpoint back (the
     // connector uploads nothing).
     await at(b, 'startProbe', 20);
+    await at(a, 'startTasks');
     const syncMs = await at(a, 'sync');
     const probe = await at(b, 'stopProbe');
+    const tasksInA = await at(a, 'stopTasks');
     if (probe.partialCounts.length > 0) throw new Error(`${core} ${vfs}: tab B's queries saw part of the checkpoint: ${probe.partialCounts.slice(0, 5)}`);
     await at(a, 'watch');
     await at(a, 'seen', 0);
@@ -51,7 +55,7 @@ async function run(browser, { core, vfs, rows, writes }) {
     }
     const count = await at(b, 'count');
     if (count !== rows + writes) throw new Error(`${core} ${vfs}: tab B counts ${count} rows after the sync and the writes, expected ${rows + writes}`);
-    return { firstOpenMs, secondOpenMs, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), syncMs, readWaitMs: probe.longestWaitMs, queries: probe.queries };
+    return { firstOpenMs, secondOpenMs, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), syncMs, readWaitMs: probe.longestWaitMs, queries: probe.queries, longestTaskInA: tasksInA.longestTaskMs, longTasksInA: tasksInA.longTasks };
   } finally {
     await session.close();
     child.kill();
@@ -63,7 +67,7 @@ const browser = await launchBrowser(await buildPage(work));
 const rows = Number(opts.rows);
 const writes = Number(opts.writes);
 const cores = opts.cores.split(',');
-const lines = ['| storage | database | first open | second tab open | write in B seen in A, p50 / p99 | read wait in B during A\'s sync | A\'s sync |', '|---|---|---:|---:|---:|---:|---:|'];
+const lines = ['| storage | database | first open | second tab open | write in B seen in A, p50 / p99 | read wait in B during A\'s sync | longest task in A | A\'s sync |', '|---|---|---:|---:|---:|---:|---:|---:|'];
 try {
   for (const vfs of opts.vfs.split(',')) {
     const samples = Object.fromEntries(cores.map((c) => [c, []]));
@@ -77,7 +81,7 @@ try {
     for (const core of cores) {
       const m = (key) => median(samples[core].map((s) => s[key]));
       const ms = (v) => `${Math.round(v)} ms`;
-      lines.push(`| ${vfs} | ${core} | ${ms(m('firstOpenMs'))} | ${ms(m('secondOpenMs'))} | ${m('p50').toFixed(1)} / ${m('p99').toFixed(1)} ms | ${ms(m('readWaitMs'))} | ${(m('syncMs') / 1000).toFixed(1)} s |`);
+      lines.push(`| ${vfs} | ${core} | ${ms(m('firstOpenMs'))} | ${ms(m('secondOpenMs'))} | ${m('p50').toFixed(1)} / ${m('p99').toFixed(1)} ms | ${ms(m('readWaitMs'))} | ${ms(m('longestTaskInA'))} | ${(m('syncMs') / 1000).toFixed(1)} s |`);
     }
   }
 } finally {
