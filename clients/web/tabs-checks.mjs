@@ -24,9 +24,17 @@ const RELOADS = ['reloadsBesideOwner', 'reloadsAlone'];
 
 const label = (core) => (core === 'oplite' ? 'oplite' : "the SDK's own");
 
-/** sharedTabs' result against SHARING: the keys it misses, each with what it got. */
+// A run that threw (browser.mjs records the error as `failed`).
+const thrown = (out) => (out.failed ? [`failed: ${out.failed}`] : []);
+
+/** sharedTabs' result against SHARING's `keys`: what it missed, each with what it got. */
+function keyMisses(shared, keys) {
+  return keys.filter((k) => !sameValue(shared[k], SHARING[k])).map((k) => `${k}: ${JSON.stringify(shared[k])}, expected ${JSON.stringify(SHARING[k])}`);
+}
+
+/** sharedTabs' result against all of SHARING and the reloads. */
 function sharingMisses(shared) {
-  const misses = Object.entries(SHARING).filter(([k, v]) => !sameValue(shared[k], v)).map(([k, v]) => `${k}: ${JSON.stringify(shared[k])}, expected ${JSON.stringify(v)}`);
+  const misses = [...thrown(shared), ...keyMisses(shared, Object.keys(SHARING))];
   for (const key of RELOADS) {
     if (shared[key]?.length !== 20 || !shared[key].every((ms) => typeof ms === 'number')) misses.push(`${key}: ${JSON.stringify(shared[key])} (an open that did not succeed)`);
   }
@@ -38,7 +46,8 @@ const slowest = (opens) => Math.max(...(opens ?? []).filter((ms) => typeof ms ==
 /** What a tab that took over a sync of `rows` rows must end with. */
 function handoverMisses(out, rows, end) {
   const f = out.finished;
-  const misses = f?.rows === rows && f.integrity === 'ok' && f.hasSynced && f.buckets > 0 && f.queued?.length === 0 ? [] : [`the second tab ended with ${JSON.stringify(f)}`];
+  const misses = thrown(out);
+  if (!(f?.rows === rows && f.integrity === 'ok' && f.hasSynced && f.buckets > 0 && f.queued?.length === 0)) misses.push(`the second tab ended with ${JSON.stringify(f)}`);
   const at = out.closedAt;
   if (end === 'close' && !(at?.downloaded < at?.total)) misses.push(`the first tab was not closed mid-download: ${JSON.stringify(at)}`);
   if (end !== 'close' && at?.ops !== rows) misses.push(`the first tab did not download the checkpoint before it ended: ${JSON.stringify(at)}`);
@@ -82,7 +91,7 @@ async function sharing(browser, vfs, cores, check) {
   if (sdk) {
     const misses = sharingMisses(sdk);
     console.log(`  tabs, the SDK's own database (${vfs}) misses ${misses.length} of the expectations${misses.length ? `: ${misses.join('; ')}` : ''}`);
-    check(`${vfs}: two tabs share the SDK's own database (the harness: writes and watched queries across tabs, a transaction)`, misses.filter((m) => BASICS.some((k) => m.startsWith(`${k}:`))));
+    check(`${vfs}: two tabs share the SDK's own database (the harness: writes and watched queries across tabs, a transaction)`, [...thrown(sdk), ...keyMisses(sdk, BASICS)]);
   }
   const o = runs.oplite;
   if (!o) return;
