@@ -48,6 +48,7 @@ export async function buildPage(work) {
   });
   fs.cpSync(path.join(here, 'node_modules/@powersync/web/dist/worker'), dist, { recursive: true });
   fs.copyFileSync(path.join(here, 'index.html'), path.join(dist, 'index.html'));
+  fs.copyFileSync(path.join(here, 'swallow-worker.js'), path.join(dist, 'swallow-worker.js'));
   return { dist };
 }
 
@@ -203,14 +204,14 @@ export async function launchBrowser({ dist }) {
         const pages = [];
         for (let i = 1; i <= 3; i++) {
           pages.push(await session.newPage(`commits ${i} ${vfs}`));
-          await at(pages.at(-1), 'open', vfs, name);
+          await at(pages.at(-1), 'open', vfs, name, 'oplite', true);
         }
         const [a, b, c] = pages;
         const out = {};
         out.execute = await ownerClosesAfter(a, 'commits', c, 'execute', 'c1');
         out.commit = await ownerClosesAfter(b, 'commits', c, 'transaction', 'c2');
         const d = await session.newPage(`commits 4 ${vfs}`);
-        out.joined = await at(d, 'open', vfs, name);
+        out.joined = await at(d, 'open', vfs, name, 'oplite', true);
         out.beforeCommit = await ownerClosesAfter(c, 'all', d, 'transaction', 'd1');
         out.rows = await at(d, 'count');
         out.integrity = await at(d, 'integrity');

@@ -29,13 +29,13 @@ function withoutSharedSync(adapter) {
 /**
  * PowerSyncDatabase options for `core` on `vfs` ('opfs' or 'idb') and the
  * file `dbFilename`. `multiTab` (oplite) or `enableMultiTabs` (the SDK's)
- * is left to its default unless given.
+ * is left to its default unless given. `worker`: oplite's database Worker script.
  */
-export function databaseOptions({ core = 'oplite', vfs, dbFilename, multiTab }) {
+export function databaseOptions({ core = 'oplite', vfs, dbFilename, multiTab, worker = '/oplite/oplite-worker.js' }) {
   const tabs = multiTab == null ? {} : core === 'oplite' ? { multiTab } : { enableMultiTabs: multiTab };
   switch (core) {
     case 'oplite':
-      return { factory: new OpliteOpenFactory({ dbFilename, vfs, worker: '/oplite/oplite-worker.js', ...tabs }) };
+      return { factory: new OpliteOpenFactory({ dbFilename, vfs, worker, ...tabs }) };
     case 'bundled':
       return { database: { dbFilename, vfs: sdkVfs(vfs), ...tabs } };
     case 'bundled-tablocal': {

@@ -40,7 +40,8 @@ export function probeQueries(db, everyMs, sql) {
       return { longestWaitMs: Math.round(longest), queries: count, partialCounts, rows: all,
                applySteps: adapterStats?.applySteps ?? null, longestStepMs: adapterStats?.longestStepMs ?? null, longestStep: adapterStats?.longestStep ?? null, slowSteps: adapterStats?.slowSteps ?? null, longestFlushMs: adapterStats?.longestFlushMs ?? null, longestSyncMs: adapterStats?.longestSyncMs ?? null,
                longestCommitMs: adapterStats?.longestCommitMs ?? null, unsteppedControlCalls: adapterStats?.unsteppedControlCalls ?? null, longestReadMs: adapterStats?.longestReadMs ?? null,
-               longestReadSql: adapterStats?.longestReadSql ?? null,
+               longestReadSql: adapterStats?.longestReadSql ?? null, longestWriteMs: adapterStats?.longestWriteMs ?? null,
+               longestWriteSql: adapterStats?.longestWriteSql ?? null, longestPrepareMs: adapterStats?.longestPrepareMs ?? null,
                longestWaitFrom: longestAt, lastApply: adapterStats?.lastApply ?? null, stoppedAt: Date.now(), memoryHighwater: adapterStats?.memoryHighwater ?? null, wasmMemoryBytes: adapterStats?.wasmMemoryBytes ?? null };
     },
   };

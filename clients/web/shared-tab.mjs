@@ -12,22 +12,22 @@ let db = null;
 const seen = [];
 // A write started by start(), and how it ended.
 let started = null;
-// swallow(): the answers this page, as the owner, keeps from the other
-// tabs: null none, 'commits' those of calls that committed, 'all' every one.
-let keeping = null;
+// swallow(): the answers this page's database Worker, as the owner, keeps
+// from the other tabs (swallow-worker.js, told over `control`).
+const control = new BroadcastChannel(`swallow-${crypto.randomUUID()}`);
+const worker = `/dist/swallow-worker.js?control=${encodeURIComponent(control.name)}`;
 let dropped = 0;
-const post = BroadcastChannel.prototype.postMessage;
-BroadcastChannel.prototype.postMessage = function (message) {
-  if (message?.type === 'result' && (keeping === 'all' || (keeping === 'commits' && message.result?.marked != null))) {
-    dropped++;
-    return;
-  }
-  return post.call(this, message);
+let acknowledged = null;
+control.onmessage = ({ data }) => {
+  if (data.dropped) dropped += data.dropped;
+  if ('kept' in data) acknowledged?.(data.kept);
 };
 
 window.sharedTab = {
-  async open(vfs, dbFilename = 'shared.db', core = 'oplite') {
-    db = new sdk.PowerSyncDatabase({ schema, ...databaseOptions({ core, vfs, dbFilename }) });
+  // swallowing: oplite's Worker is swallow-worker.js (see swallow()).
+  async open(vfs, dbFilename = 'shared.db', core = 'oplite', swallowing = false) {
+    const options = databaseOptions({ core, vfs, dbFilename, ...(swallowing ? { worker } : {}) });
+    db = new sdk.PowerSyncDatabase({ schema, ...options });
     try {
       await db.init();
     } catch (e) {
@@ -71,11 +71,16 @@ window.sharedTab = {
   async count(id) {
     return (await db.get(`SELECT count(*) AS n FROM notes${id ? ' WHERE id = ?' : ''}`, id ? [id] : [])).n;
   },
-  // As the owner: keeps answers to other tabs (see `keeping`), as if this
-  // tab closed right after running their calls.
-  swallow(kind) {
-    keeping = kind;
+  // As the owner, opened swallowing: keeps answers to other tabs (null
+  // none, 'commits' those of calls that committed, 'all' every one), as if
+  // this tab closed right after running their calls.
+  async swallow(kind) {
     dropped = 0;
+    const kept = new Promise((resolve) => { acknowledged = resolve; });
+    control.postMessage({ keep: kind });
+    const late = new Promise((_, reject) => setTimeout(() => reject(new Error('no database Worker of this page answered: is it the owner?')), 5000));
+    await Promise.race([kept, late]);
+    return true;
   },
   dropped() {
     return dropped;

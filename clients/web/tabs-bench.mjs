@@ -42,9 +42,12 @@ async function run(browser, { core, vfs, rows, writes }) {
     // connector uploads nothing).
     await at(b, 'startProbe', 20);
     await at(a, 'startTasks');
+    await at(b, 'startTasks');
+    const syncFrom = Date.now();
     const syncMs = await at(a, 'sync');
     const probe = await at(b, 'stopProbe');
     const tasksInA = await at(a, 'stopTasks');
+    const tasksInB = await at(b, 'stopTasks');
     if (probe.partialCounts.length > 0) throw new Error(`${core} ${vfs}: tab B's queries saw part of the checkpoint: ${probe.partialCounts.slice(0, 5)}`);
     await at(a, 'watch');
     await at(a, 'seen', 0);
@@ -55,7 +58,12 @@ async function run(browser, { core, vfs, rows, writes }) {
     }
     const count = await at(b, 'count');
     if (count !== rows + writes) throw new Error(`${core} ${vfs}: tab B counts ${count} rows after the sync and the writes, expected ${rows + writes}`);
-    return { firstOpenMs, secondOpenMs, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), syncMs, readWaitMs: probe.longestWaitMs, queries: probe.queries, longestTaskInA: tasksInA.longestTaskMs, longTasksInA: tasksInA.longTasks };
+    return { firstOpenMs, secondOpenMs, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), syncMs, readWaitMs: probe.longestWaitMs, queries: probe.queries, longestTaskInA: tasksInA.longestTaskMs, longTasksInA: tasksInA.longTasks,
+             // Where the longest wait fell, and what might explain it (not in the table).
+             diagnosis: { readWaitAtS: probe.longestWaitFrom == null ? null : (probe.longestWaitFrom - syncFrom) / 1000, longestTaskInB: tasksInB.longestTaskMs,
+                          longestStepMs: probe.longestStepMs, longestFlushMs: probe.longestFlushMs, longestReadMs: probe.longestReadMs, longestCommitMs: probe.longestCommitMs,
+                          longestWriteMs: probe.longestWriteMs, longestWriteSql: probe.longestWriteSql, longestPrepareMs: probe.longestPrepareMs,
+                          applyFromS: probe.lastApply == null ? null : (probe.lastApply.start - syncFrom) / 1000, applyToS: probe.lastApply?.end == null ? null : (probe.lastApply.end - syncFrom) / 1000 } };
   } finally {
     await session.close();
     child.kill();

@@ -48,6 +48,8 @@ export class ApplyPacer {
   #slowSteps = [];
   #longestFlushMs = 0;
   #longestSyncMs = 0;
+  // The longest prepare (it reads the whole checkpoint's state in one call).
+  #longestPrepareMs = 0;
   // When (Date.now()) the last paced apply started and ended.
   #lastApply = null;
 
@@ -59,7 +61,10 @@ export class ApplyPacer {
    * stepped.
    */
   async run(calls) {
-    if (!(await calls.prepare())) return false;
+    const preparing = performance.now();
+    const applies = await calls.prepare();
+    this.#longestPrepareMs = Math.max(this.#longestPrepareMs, performance.now() - preparing);
+    if (!applies) return false;
     this.#lastApply = { start: Date.now(), end: null };
     let sinceFlushMs = 0;
     let lastStage = 1;
@@ -105,6 +110,7 @@ export class ApplyPacer {
   /** The counters stats() reports. */
   report() {
     return { applySteps: this.#steps, longestStepMs: this.#longestStep.ms, longestStep: this.#longestStep, slowSteps: this.#slowSteps,
-             longestFlushMs: Math.round(this.#longestFlushMs), longestSyncMs: Math.round(this.#longestSyncMs), lastApply: this.#lastApply };
+             longestFlushMs: Math.round(this.#longestFlushMs), longestSyncMs: Math.round(this.#longestSyncMs),
+             longestPrepareMs: Math.round(this.#longestPrepareMs), lastApply: this.#lastApply };
   }
 }

@@ -92,6 +92,8 @@ export interface Stats {
   /** The longest cacheFlush and syncFile between steps, ms. */
   longestFlushMs: number;
   longestSyncMs: number;
+  /** The longest oplite_apply_prepare (before the first step), ms. */
+  longestPrepareMs: number;
   /** When (Date.now()) the last stepped apply started and ended; null before one. */
   lastApply: { start: number; end: number | null } | null;
 }

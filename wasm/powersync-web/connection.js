@@ -4,13 +4,13 @@
 // open two PowerSyncDatabase objects on one file in one page; with a
 // connection each, the second would find the file held (its OPFS handles
 // are exclusive and its Web Lock taken). Here the second adapter joins the
-// first's connection: their write locks take turns on one writer, their
-// read locks on one reader, and every adapter hears of every committed
-// table change. The connection closes with its last adapter. With the
-// multiTab option, tabs share it too: one owns it, the others are its
-// clients (tabs.js).
+// first's connection: their locks queue in its host (slots.js), and every
+// adapter hears of every committed table change. The connection closes
+// with its last adapter. With the multiTab option, tabs share it too: one
+// owns it (its Worker serves the others), the others are its clients
+// (tabs.js).
 import { LockContext, queryResultWithoutRows } from '@powersync/common';
-import { TabClient, TabServer, tabsName, toError, waitAtMost } from './tabs.js';
+import { TabClient, tabsName, toError, waitAtMost } from './tabs.js';
 
 // Open connections by storage and file name.
 const connections = new Map();
@@ -55,14 +55,6 @@ function inThreadHost(receive) {
   };
 }
 
-// A pattern matching SQL that names one of `names` as a whole word; null
-// for none.
-function namePattern(names) {
-  if (names.length === 0) return null;
-  const escaped = names.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  return new RegExp(`(^|[^A-Za-z0-9_$])(${escaped.join('|')})($|[^A-Za-z0-9_$])`, 'i');
-}
-
 // The owner went before answering call e.callId of a write lock; `record`
 // is this tab's commit record as the next owner has it (tabs.js,
 // commitKey). The call's result if it committed; throws e if it did not.
@@ -99,6 +91,22 @@ class OpliteLockContext extends LockContext {
     const result = await this.#call('executeBatch', [sql, params]);
     return queryResultWithoutRows({ rowsAffected: result.changes, insertId: Number(result.lastInsertRowid) });
   }
+  /** The host's counters (not the SDK's: SharedConnection.stats). */
+  hostStats(options) {
+    return this.#call('stats', [options]);
+  }
+}
+
+/** A read lock's context whose one statement already ran (SharedConnection.read). */
+export class ReadResultContext extends LockContext {
+  #result;
+  constructor(result) {
+    super();
+    this.#result = result;
+  }
+  async executeRaw() {
+    return rawResult(this.#result);
+  }
 }
 
 class SharedConnection {
@@ -109,31 +117,17 @@ class SharedConnection {
   #pending = new Map();
   #nextId = 1;
   #ready;
-  #queue = Promise.resolve();
-  #readQueue = Promise.resolve();
-  #hasReader = false;
-  // Whether the running write lock is the sync client's (the host says so
-  // at its powersync_control call; forgotten when the lock ends).
-  #syncing = false;
-  // The writer's TEMP tables and views, as a pattern matching a statement
-  // that names one (the host reports them after each statement that may
-  // create or drop one); null while there are none.
-  #tempNames = null;
-  // 'idb' commits reach IndexedDB after COMMIT: a write lock ends once
-  // they are there, so what the SDK was told is written survives a reload.
-  #durableAtRelease;
+  // This page's locks, named in the host's queues.
+  #nextLock = 1;
   #forget;
-  // multiTab: as the owner, the server of the other tabs; as a client, the
-  // way to the owner (then there is no Worker here). #endOwnership releases
-  // the owner lock.
-  #server = null;
+  // multiTab, as a client: the way to the owner (then there is no Worker
+  // here). #endOwnership releases the owner lock.
   #client = null;
   #endOwnership = () => {};
 
   constructor(options, forget) {
     this.#name = options.dbFilename;
     this.#forget = forget;
-    this.#durableAtRelease = options.vfs === 'idb';
     // multiTab is false for 'memory' (index.js).
     const shared = options.multiTab && globalThis.navigator?.locks != null;
     this.#ready = shared ? this.#elect(options) : this.#open(options, options.onLocked);
@@ -142,15 +136,15 @@ class SharedConnection {
     this.#ready.catch(() => forget());
   }
 
-  // Starts the Worker and opens the database in it.
-  async #open({ dbFilename, vfs, cacheSizeKb, worker, wasmUrl, inThread }, onLocked) {
+  // Starts the Worker and opens the database in it; with tabs ({channel,
+  // keep}), the Worker serves the other tabs (tabs.js).
+  async #open({ dbFilename, vfs, cacheSizeKb, worker, wasmUrl, inThread }, onLocked, tabs = null) {
     if (inThread) this.#worker = inThreadHost((message) => this.#receive(message));
     else if (typeof worker === 'function') this.#worker = worker();
     else this.#worker = new Worker(worker ?? new URL('./oplite-worker.js', import.meta.url), { type: 'module', name: `oplite ${dbFilename}` });
     this.#worker.onmessage = ({ data }) => this.#receive(data);
     this.#worker.onerror = (event) => this.#failAll(new Error(`the oplite worker failed: ${event.message ?? 'unknown error'}`));
-    const opened = await this.#call('open', [{ name: dbFilename, vfs, onLocked, cacheSizeKb, wasm: inThread ? wasmUrl : undefined }]);
-    this.#hasReader = opened.reader;
+    await this.#call('open', [{ name: dbFilename, vfs, onLocked, cacheSizeKb, wasm: inThread ? wasmUrl : undefined, tabs }]);
   }
 
   // multiTab: the owner lock decides. Held, this tab opens the database and
@@ -160,11 +154,7 @@ class SharedConnection {
     const name = tabsName(options.vfs, options.dbFilename);
     const owned = new Promise((resolve) => { this.#endOwnership = resolve; });
     // keep: commit records this tab may still read (its own as a client).
-    const own = async (onLocked, keep = []) => {
-      await this.#open(options, onLocked);
-      this.#server = new TabServer(name, this);
-      this.#server.forgetGoneTabs(keep);
-    };
+    const own = (onLocked, keep = []) => this.#open(options, onLocked, { channel: name, keep });
     return new Promise((resolve, reject) => {
       navigator.locks.request(name, { ifAvailable: true }, async (lock) => {
         if (lock != null) {
@@ -205,27 +195,18 @@ class SharedConnection {
     for (const adapter of this.adapters) adapter.connectionTablesChanged(tables);
   }
 
-  /** Inside a lock this connection granted (tabs.js): one statement call. */
-  lockedCall(method, args) {
-    return this.#contextCall(method, args);
-  }
-
-  #call(method, args) {
+  // One call of the host's; lock names the lock a statement runs in.
+  #call(method, args, lock) {
     return new Promise((resolve, reject) => {
       const id = this.#nextId++;
       this.#pending.set(id, { resolve, reject });
-      this.#worker.postMessage({ id, method, args });
+      this.#worker.postMessage({ id, method, args, lock });
     });
   }
 
   #receive(data) {
     if (data.event === 'tables') {
       this.#tablesChanged(data.tables);
-      this.#server?.tablesChanged(data.tables);
-      return;
-    }
-    if (data.event === 'syncing') {
-      this.#syncing = true;
       return;
     }
     const call = this.#pending.get(data.id);
@@ -240,48 +221,46 @@ class SharedConnection {
     this.#pending.clear();
   }
 
-  // A call of a lock context: notes what the host says of TEMP objects.
-  async #contextCall(method, args) {
-    // A read that names a TEMP table or view of the writer runs there, in
-    // a turn of its own on the writer's queue.
-    if (method === 'readRaw' && this.#tempNames?.test(args[0])) {
-      return this.exclusive(() => this.#contextCall('executeRaw', args));
-    }
-    const result = await this.#call(method, args);
-    if (Array.isArray(result?.tempNames)) this.#tempNames = namePattern(result.tempNames);
-    return result;
-  }
-
-  // Runs fn after everything queued before it on the writer (or, with
-  // read, on the reader, once the write locks asked for before it are
-  // released; see index.js). With timeoutMs, gives up waiting (the queue
-  // still runs in order behind the abandoned slot).
+  // Runs fn in a lock of the host's queues (slots.js): write locks take
+  // turns on the writer, read locks on the reader. With timeoutMs, gives
+  // up waiting (the lock is dropped from the queue).
   async exclusive(fn, options, read = false) {
     if (this.closing) throw new Error(`database ${JSON.stringify(this.#name)} is closed`);
     await this.#ready;
     if (this.#client != null) return this.#remoteExclusive(this.#client, fn, options, read);
-    const onReader = read && this.#hasReader;
-    let before;
-    if (onReader) {
-      before = this.#syncing ? this.#readQueue : Promise.all([this.#readQueue, this.#queue]);
-    } else {
-      before = this.#queue;
-    }
-    let release;
-    const slot = new Promise((resolve) => { release = resolve; });
-    if (onReader) {
-      this.#readQueue = slot;
-    } else {
-      this.#queue = slot;
-      slot.then(() => { this.#syncing = false; });
-    }
-    await waitAtMost(before, options?.timeoutMs, `a lock on ${this.#name}`, () => before.then(release));
+    const lock = `page:${this.#nextLock++}`;
+    const release = () => this.#call('release', [lock]);
+    await waitAtMost(this.#call('acquire', [lock, read]), options?.timeoutMs, `a lock on ${this.#name}`, () => release().catch(() => {}));
+    const call = (method, args) => this.#call(method, args, lock);
+    let result;
     try {
-      const result = await fn(new OpliteLockContext((method, args) => this.#contextCall(method, args), onReader));
-      if (!onReader && this.#durableAtRelease) await this.#call('durable', []);
-      return result;
-    } finally {
-      release();
+      result = await fn(new OpliteLockContext(call, read));
+    } catch (e) {
+      // fn's error is the caller's at once; the lock still ends only once
+      // what fn committed before it threw is durable.
+      release().catch(() => {});
+      throw e;
+    }
+    // A write lock ends once its commits are durable ('idb': in IndexedDB).
+    await release();
+    return result;
+  }
+
+  /**
+   * A read lock of one statement, in one message to the host (or, as a
+   * client, one round trip to the owner): resolves to readRaw's result.
+   */
+  async read(sql, params) {
+    if (this.closing) throw new Error(`database ${JSON.stringify(this.#name)} is closed`);
+    await this.#ready;
+    if (this.#client == null) return this.#call('read', [sql, params]);
+    try {
+      return await this.#client.read(sql, params);
+    } catch (e) {
+      // The owner went: a read wrote nothing, so it is asked again (of
+      // this tab's own connection once it took over, or the next owner).
+      if (e?.ownerGone) return this.read(sql, params);
+      throw e;
     }
   }
 
@@ -347,16 +326,8 @@ class SharedConnection {
   }
 
   /** The host's counters (Stats in oplite.d.ts), in a turn of the writer. */
-  async stats(options) {
-    await this.#ready;
-    const client = this.#client;
-    if (client == null) return this.exclusive(() => this.#call('stats', [options]));
-    const lock = await client.acquire(false);
-    try {
-      return await client.call(lock, 'stats', [options]);
-    } finally {
-      client.release(lock).catch(() => {});
-    }
+  stats(options) {
+    return this.exclusive((ctx) => ctx.hostStats(options));
   }
 
   /** `adapter` is done with the connection; the last one closes it. */
@@ -371,9 +342,6 @@ class SharedConnection {
           this.#client.close();
           return;
         }
-        await this.#queue;
-        await this.#readQueue;
-        this.#server?.close();
         await this.#call('close', []);
       } catch {
         // Not opened (another tab holds it), or already failing: nothing to close.

@@ -38,6 +38,9 @@ export interface AdapterStats extends Stats {
   /** The longest statement of a read lock, in ms, and its SQL (first 200 characters). */
   longestReadMs: number;
   longestReadSql: string | null;
+  /** The longest statement of a write lock, in ms, and its SQL (first 80 characters). */
+  longestWriteMs: number;
+  longestWriteSql: string | null;
 }
 
 /** oplite-wasm in a dedicated Worker: write locks on one connection, read locks on a read-only second one ('memory': one queue). */

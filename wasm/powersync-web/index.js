@@ -22,7 +22,7 @@
 // its connections (connection.js). The SDK syncs in the tab
 // (TabLocalStreamingSyncImplementation): the adapter has no shared worker.
 import { DBAdapter } from '@powersync/common';
-import { acquireConnection } from './connection.js';
+import { ReadResultContext, acquireConnection } from './connection.js';
 
 /** Opens an OpliteDBAdapter when the SDK asks (PowerSyncDatabase's `factory` option). */
 export class OpliteOpenFactory {
@@ -123,6 +123,25 @@ export class OpliteDBAdapter extends DBAdapter {
 
   writeLock(fn, options) {
     return this.#exclusive(fn, options, false);
+  }
+
+  // One statement in a read lock of its own, asked for, run and ended in
+  // one message (a read lock and its statement would be two).
+  async #readOne(sql, parameters) {
+    if (this.#closed) throw new Error(`database ${JSON.stringify(this.#name)} is closed`);
+    return new ReadResultContext(await this.#connection.read(sql, parameters ?? []));
+  }
+
+  async getAll(sql, parameters) {
+    return (await this.#readOne(sql, parameters)).getAll(sql, parameters);
+  }
+
+  async getOptional(sql, parameters) {
+    return (await this.#readOne(sql, parameters)).getOptional(sql, parameters);
+  }
+
+  async get(sql, parameters) {
+    return (await this.#readOne(sql, parameters)).get(sql, parameters);
   }
 
   // A schema change is seen by the next statement on either connection.

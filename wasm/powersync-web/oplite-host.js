@@ -1,8 +1,8 @@
 // The database side of @oplite/powersync-web: owns the oplite-wasm
-// connections of one database and runs what the page's OpliteDBAdapter
-// sends, in arrival order per connection. It runs in a dedicated Worker
-// (oplite-worker.js; OPFS needs one) or, for 'idb' and 'memory' where no
-// Worker is available or wanted, in the page itself (worker: false).
+// connections of one database, its lock queues (slots.js) and, with
+// multiTab, the server of the other tabs (tabs.js). It runs in a dedicated
+// Worker (oplite-worker.js; OPFS needs one) or, for 'idb' and 'memory'
+// where no Worker is available or wanted, in the page itself (worker: false).
 //
 // Two connections: the writer, and (for 'opfs' and 'idb') a read-only
 // reader that serves read locks. A checkpoint's apply is written in steps
@@ -12,12 +12,16 @@
 // committed state: the module's VFS keeps the page images the writer
 // overwrites for it (wasm/src/snapshot.rs).
 //
-// Messages: {id, method, args} -> {id, result} or {id, error}; after each
-// committed write transaction, {event: 'tables', tables}; when the SDK's
-// sync client calls powersync_control, {event: 'syncing'}. A write's
-// result carries tempNames (the writer's TEMP tables and views) after a
-// statement that may have created or dropped one.
+// Messages: {id, method, args, lock?} -> {id, result} or {id, error};
+// after each committed write transaction, {event: 'tables', tables}. A
+// lock is asked for ('acquire', answered once granted), its statements
+// name it (`lock`), and 'release' ends it; 'read' is a read lock of one
+// statement in one message. A read statement that names a
+// TEMP table or view of the writer (the reader cannot see it) runs on the
+// writer, in a write lock of its own.
 import { open } from './oplite.js';
+import { Slots } from './slots.js';
+import { TabServer } from './tabs.js';
 
 // A statement that calls powersync_control with two bound parameters, the
 // op and the payload, in whatever SQL around it: the SDK's sync client
@@ -44,13 +48,26 @@ const NOT_IN_TRANSACTION = /(within|inside) a transaction/i;
 // name one to the writer).
 const TEMP_DDL = /\b(TEMP|TEMPORARY)\b|^\s*DROP\b/i;
 
+// A pattern matching SQL that names one of `names` as a whole word; null for none.
+function namePattern(names) {
+  if (names.length === 0) return null;
+  const escaped = names.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`(^|[^A-Za-z0-9_$])(${escaped.join('|')})($|[^A-Za-z0-9_$])`, 'i');
+}
+
 /** A host for one database; `post` sends a message to the adapter. Returns the message handler. */
 export function createHost(post) {
   let db = null;
   let reader = null;
+  let slots = null;
+  let server = null;
+  // The writer's TEMP tables and views, as a pattern; null while there are none.
+  let tempNames = null;
   let unsteppedControlCalls = 0;
   let longestCommitMs = 0;
   let longestRead = { ms: 0, sql: null };
+  // The longest statement on the writer (a powersync_control call storing a line, say).
+  let longestWrite = { ms: 0, sql: null };
 
   function opened() {
     if (db == null) throw new Error('the database is not open');
@@ -66,9 +83,8 @@ export function createHost(post) {
       return;
     }
     // The sync client's lock (not the app's subscription calls): reads
-    // asked for from now on need not wait for it (the adapter forgets this
-    // when the lock ends).
-    if (params[0] !== 'subscriptions') post({ event: 'syncing' });
+    // asked for from now on need not wait for it.
+    if (params[0] !== 'subscriptions') slots.syncing();
     if (reader != null) await db.applyInSteps(params[0], params[1]);
   }
 
@@ -84,9 +100,12 @@ export function createHost(post) {
   async function write(sql, params) {
     const started = performance.now();
     const result = await opened().executeRaw(sql, params);
-    if (COMMIT.test(sql)) longestCommitMs = Math.max(longestCommitMs, performance.now() - started);
+    const took = performance.now() - started;
+    if (COMMIT.test(sql)) longestCommitMs = Math.max(longestCommitMs, took);
+    if (took > longestWrite.ms) longestWrite = { ms: took, sql: sql.slice(0, 80) };
     if (TEMP_DDL.test(sql)) {
-      result.tempNames = (await db.executeRaw("SELECT name FROM temp.sqlite_schema WHERE type IN ('table', 'view')", [])).rawRows.map((r) => r[0]);
+      const names = await db.executeRaw("SELECT name FROM temp.sqlite_schema WHERE type IN ('table', 'view')", []);
+      tempNames = namePattern(names.rawRows.map((r) => r[0]));
     }
     return result;
   }
@@ -109,50 +128,8 @@ export function createHost(post) {
     return (await db.executeRaw('SELECT total_changes()', [])).rawRows[0][0];
   }
 
-  const methods = {
-    // A write of another tab's (tabs.js): what it commits carries its
-    // marker. Its COMMIT gets the marker first; a statement outside a
-    // transaction runs in one of its own, with the marker if it changed a
-    // row (a statement SQLite refuses in a transaction runs unmarked).
-    async tabWrite(method, args, marker) {
-      const [sql] = args;
-      if (method !== 'executeRaw' && method !== 'executeBatch') return methods[method](...args);
-      if (await opened().inTransaction()) {
-        if (method !== 'executeRaw' || !COMMIT.test(sql)) return methods[method](...args);
-        const marked = await mark(marker, null);
-        const result = await methods[method](...args);
-        return marked ? { ...result, marked: marker.seq } : result;
-      }
-      if (method === 'executeRaw' && TRANSACTION_CONTROL.test(sql)) return methods[method](...args);
-      await db.executeRaw('BEGIN IMMEDIATE', []);
-      let result;
-      try {
-        const before = await totalChanges();
-        result = await methods[method](...args);
-        if (await totalChanges() !== before && await mark(marker, result)) result = { ...result, marked: marker.seq };
-      } catch (e) {
-        if (await db.inTransaction()) await db.executeRaw('ROLLBACK', []);
-        if (NOT_IN_TRANSACTION.test(String(e?.message))) return methods[method](...args);
-        throw e;
-      }
-      try {
-        await write('COMMIT', []);
-      } catch (e) {
-        if (await db.inTransaction()) await db.executeRaw('ROLLBACK', []);
-        throw e;
-      }
-      return result;
-    },
-    async open({ name, vfs, onLocked, cacheSizeKb, wasm }) {
-      db = await open({ name, vfs, onLocked, wasm });
-      await db.execute(`PRAGMA cache_size = -${cacheSizeKb}`);
-      db.onTablesChanged((tables) => post({ event: 'tables', tables }));
-      if (vfs !== 'memory') {
-        reader = await db.openReader();
-        await reader.executeRaw(`PRAGMA cache_size = -${cacheSizeKb}`, []);
-      }
-      return { reader: reader != null };
-    },
+  // Statement calls, run in the lock they name (inLock checked it).
+  const statements = {
     async executeRaw(sql, params) {
       if (NAMES_CONTROL.test(sql)) await beforeControl(sql, params);
       return write(sql, params);
@@ -168,26 +145,126 @@ export function createHost(post) {
       }
       return { changes, lastInsertRowid };
     },
-    // A statement of a read lock, on the reader.
-    readRaw(sql, params) {
+    // A statement of a read lock: on the reader, but with no reader, or
+    // naming a TEMP object of the writer's, on the writer.
+    readRaw(sql, params, slot) {
       opened();
+      if (!slot.onReader) return write(sql, params);
+      if (tempNames?.test(sql)) return slots.run(false, () => write(sql, params));
       return read(sql, params);
-    },
-    // At the end of a write lock: what it committed made durable ('idb':
-    // stored in IndexedDB), unless it left a transaction open, which the
-    // end of a later lock then covers.
-    async durable() {
-      if (await opened().inTransaction()) return false;
-      await db.flush();
-      return true;
     },
     async stats(options) {
       const stats = await opened().stats(options);
       return { ...stats, unsteppedControlCalls, longestCommitMs: Math.round(longestCommitMs),
-               longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql };
+               longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql,
+               longestWriteMs: Math.round(longestWrite.ms), longestWriteSql: longestWrite.sql };
     },
+  };
+
+  function inLock(key, method) {
+    const slot = slots?.held(key);
+    if (slot == null) throw new Error(`${method} outside a lock: the lock it was sent in ended`);
+    if (slot.read && method !== 'readRaw') throw new Error(`${method} in a read lock`);
+    return slot;
+  }
+
+  // One statement call in `slot`, the lock it was sent in.
+  function run(slot, method, args) {
+    return method === 'readRaw' ? statements.readRaw(args[0], args[1], slot) : statements[method](...args);
+  }
+
+  function call(key, method, args) {
+    return run(inLock(key, method), method, args);
+  }
+
+  // A write of another tab's (tabs.js): what it commits carries its
+  // marker. Its COMMIT gets the marker first; a statement outside a
+  // transaction runs in one of its own, with the marker if it changed a
+  // row (a statement SQLite refuses in a transaction runs unmarked).
+  async function tabWrite(key, method, args, marker) {
+    const [sql] = args;
+    const slot = inLock(key, method);
+    const statement = () => run(slot, method, args);
+    if (method !== 'executeRaw' && method !== 'executeBatch') return statement();
+    if (await opened().inTransaction()) {
+      if (method !== 'executeRaw' || !COMMIT.test(sql)) return statement();
+      const marked = await mark(marker, null);
+      const result = await statement();
+      return marked ? { ...result, marked: marker.seq } : result;
+    }
+    if (method === 'executeRaw' && TRANSACTION_CONTROL.test(sql)) return statement();
+    await db.executeRaw('BEGIN IMMEDIATE', []);
+    let result;
+    try {
+      const before = await totalChanges();
+      result = await statement();
+      if (await totalChanges() !== before && await mark(marker, result)) result = { ...result, marked: marker.seq };
+    } catch (e) {
+      if (await db.inTransaction()) await db.executeRaw('ROLLBACK', []);
+      if (NOT_IN_TRANSACTION.test(String(e?.message))) return statement();
+      throw e;
+    }
+    try {
+      await write('COMMIT', []);
+    } catch (e) {
+      if (await db.inTransaction()) await db.executeRaw('ROLLBACK', []);
+      throw e;
+    }
+    return result;
+  }
+
+  // What a write lock left uncommitted is rolled back (its tab went).
+  async function rollback() {
+    if (await db?.inTransaction()) await db.executeRaw('ROLLBACK', []);
+  }
+
+  const methods = {
+    // tabs: with multiTab, {channel, keep} (tabs.js): this host serves the other tabs.
+    async open({ name, vfs, onLocked, cacheSizeKb, wasm, tabs }) {
+      db = await open({ name, vfs, onLocked, wasm });
+      await db.execute(`PRAGMA cache_size = -${cacheSizeKb}`);
+      if (vfs !== 'memory') {
+        reader = await db.openReader();
+        await reader.executeRaw(`PRAGMA cache_size = -${cacheSizeKb}`, []);
+      }
+      // At the end of a write lock, what it committed made durable ('idb':
+      // stored in IndexedDB), unless it left a transaction open, which the
+      // end of a later lock then covers.
+      const durable = async () => {
+        if (vfs === 'idb' && db != null && !(await db.inTransaction())) await db.flush();
+      };
+      slots = new Slots({ hasReader: reader != null, durable });
+      db.onTablesChanged((tables) => {
+        post({ event: 'tables', tables });
+        server?.tablesChanged(tables);
+      });
+      if (tabs != null) {
+        server = new TabServer(tabs.channel, { slots, call, tabWrite, rollback });
+        server.forgetGoneTabs(tabs.keep);
+      }
+      return { reader: reader != null };
+    },
+    // Answers once lock `key` is granted (true), or dropped by a release first (false).
+    acquire(key, read) {
+      opened();
+      return slots.acquire(key, read);
+    },
+    release(key) {
+      return slots?.release(key);
+    },
+    // A read lock of one statement (the SDK's get, getAll, getOptional),
+    // asked for, run and ended in one message.
+    read(sql, params) {
+      opened();
+      return slots.run(true, (key) => call(key, 'readRaw', [sql, params]));
+    },
+    // Other tabs' locks end (a transaction one of them left open goes with
+    // the connection); those of this page's adapters it waits for.
     async close() {
       const current = db;
+      server?.close();
+      server = null;
+      await slots?.drained();
       db = null;
       await reader?.close();
       reader = null;
@@ -196,11 +273,13 @@ export function createHost(post) {
     },
   };
 
-  return async ({ id, method, args }) => {
+  return async ({ id, method, args, lock }) => {
     try {
-      const handler = methods[method];
-      if (handler == null) throw new Error(`unknown method ${method}`);
-      post({ id, result: await handler(...args) });
+      let result;
+      if (Object.hasOwn(statements, method)) result = await call(lock, method, args);
+      else if (methods[method] != null) result = await methods[method](...args);
+      else throw new Error(`unknown method ${method}`);
+      post({ id, result });
     } catch (e) {
       post({ id, error: { name: e?.name ?? 'Error', message: String(e?.message ?? e), code: e?.code } });
     }

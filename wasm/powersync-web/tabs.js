@@ -1,7 +1,7 @@
 // Sharing one database between tabs (the multiTab option): one tab, elected
-// with the Web Lock `oplite-owner:<vfs>:<name>`, holds the database's Worker
-// and serves the other tabs over a BroadcastChannel of the same name. A
-// tab's lock (read or write) becomes a slot in the owner's queues: the
+// with the Web Lock `oplite-owner:<vfs>:<name>`, holds the database's Worker,
+// which serves the other tabs over a BroadcastChannel of the same name. A
+// tab's lock (read or write) becomes a slot in the Worker's queues: the
 // client asks for it, the owner grants it when its turn comes, the
 // client's statements run in it on the owner's connections, and the client
 // releases it. Each client holds a Web Lock of its own while it lives; the
@@ -21,12 +21,16 @@
 // file and inviting a retry that would write it twice.
 //
 // Messages (all on the channel; `to` names the receiver):
-//   client -> owner: {type: 'acquire', from, lock, read} | {type: 'call', from, lock, id, method, args}
+//   client -> owner: {type: 'acquire', from, lock, read, once?} | {type: 'call', from, lock, id, method, args}
 //                    | {type: 'release', from, lock}
-//   owner -> client: {type: 'granted', to, lock} | {type: 'released', to, lock, error?} (the slot ended, its commits durable)
+//   owner -> client: {type: 'granted', to, lock, ran?} | {type: 'released', to, lock, error?} (the slot ended, its commits durable)
 //                    | {type: 'result', to, id, result} | {type: 'error', to, id, error}
 //   owner -> all:    {type: 'tables', tables} | {type: 'owner'} (a new owner serves from now on)
 //   (every owner message names its owner in `by`)
+// A read lock of one statement (once: {id, args}, a readRaw call) is
+// granted with ran: true, the owner runs the call and ends the lock itself
+// (one round trip instead of two). An owner that does not know `once`
+// grants it plainly, and the client then sends the call and the release.
 
 const locks = () => globalThis.navigator.locks;
 
@@ -79,21 +83,21 @@ export function toError(error) {
 }
 
 /**
- * The owner's side: `connection` is the owning SharedConnection, whose
- * exclusive(fn, options, read) queues a lock and lockedCall(method, args)
- * runs one statement call inside the lock being held.
+ * The owner's side, in the owning tab's host (oplite-host.js: its Worker),
+ * so the owning tab's main thread is never in the way of another tab's
+ * call. `host` is {slots, call, tabWrite, rollback}: the host's lock
+ * queues (slots.js), a statement call in a granted lock, a client's write
+ * call that records its commit, and the rollback of an open transaction.
  */
 export class TabServer {
   #channel;
-  #connection;
+  #host;
   // Named in every message, so clients can tell this owner's from a previous one's.
   #id = crypto.randomUUID();
-  // Granted or waiting locks of clients: `${from}/${lock}` -> {release, write, granted, abandoned}.
-  #locks = new Map();
   #watched = new Set();
 
-  constructor(channelName, connection) {
-    this.#connection = connection;
+  constructor(channelName, host) {
+    this.#host = host;
     this.#channel = new BroadcastChannel(channelName);
     this.#channel.onmessage = ({ data }) => this.#receive(data);
     // Clients still waiting on a previous owner ask again.
@@ -109,7 +113,7 @@ export class TabServer {
     const alive = held.map((l) => l.name).filter((n) => n?.startsWith('oplite-tab:')).map((n) => commitKey(n.slice('oplite-tab:'.length)));
     alive.push(...keep);
     const sql = "DELETE FROM ps_oplite_kv WHERE key LIKE 'tab\\_commit:%' ESCAPE '\\' AND key NOT IN (SELECT value FROM json_each(?))";
-    await this.#connection.exclusive((ctx) => ctx.executeRaw(sql, [JSON.stringify(alive)])).catch(() => {});
+    await this.#host.slots.run(false, (key) => this.#host.call(key, 'executeRaw', [sql, [JSON.stringify(alive)]])).catch(() => {});
   }
 
   /** Tells every client tab of committed table changes. */
@@ -120,27 +124,43 @@ export class TabServer {
   #receive(message) {
     if (message.to !== 'owner') return;
     this.#watch(message.from);
-    const key = `${message.from}/${message.lock}`;
+    const key = `tab:${message.from}/${message.lock}`;
     if (message.type === 'acquire') this.#acquire(message, key);
-    else if (message.type === 'call') this.#call(message, this.#locks.get(key));
-    else if (message.type === 'release') this.#release(key);
+    else if (message.type === 'call') this.#call(message, key);
+    else if (message.type === 'release') this.#release(message, key);
   }
 
-  #acquire({ from, lock, read }, key) {
-    const entry = { release: null, write: !read, granted: false, abandoned: false };
-    const released = new Promise((resolve) => { entry.release = resolve; });
-    this.#locks.set(key, entry);
-    // The slot ends once its commits are durable ('idb': in IndexedDB);
-    // only then does the client hear its write lock ended.
-    this.#connection.exclusive(async () => {
-      if (entry.abandoned) return;
-      entry.granted = true;
+  async #acquire({ from, lock, read, once }, key) {
+    try {
+      if (!(await this.#host.slots.acquire(key, read))) return;
+    } catch {
+      // Asked for twice: the first request stands.
+      return;
+    }
+    if (!read || once == null) {
       this.#post({ type: 'granted', to: from, lock });
-      await released;
-    }, undefined, read).then(
-      () => entry.granted && this.#post({ type: 'released', to: from, lock }),
-      (e) => entry.granted && this.#post({ type: 'released', to: from, lock, error: errorMessage(e) }),
-    ).finally(() => this.#locks.delete(key));
+      return;
+    }
+    this.#post({ type: 'granted', to: from, lock, ran: true });
+    try {
+      this.#post({ type: 'result', to: from, id: once.id, result: await this.#host.call(key, 'readRaw', once.args) });
+    } catch (e) {
+      this.#post({ type: 'error', to: from, id: once.id, error: errorMessage(e) });
+    } finally {
+      await this.#host.slots.release(key).catch(() => {});
+    }
+  }
+
+  // The slot ends once its commits are durable ('idb': in IndexedDB);
+  // only then does the client hear its write lock ended.
+  async #release({ from, lock }, key) {
+    const granted = this.#host.slots.held(key) != null;
+    try {
+      await this.#host.slots.release(key);
+      if (granted) this.#post({ type: 'released', to: from, lock });
+    } catch (e) {
+      if (granted) this.#post({ type: 'released', to: from, lock, error: errorMessage(e) });
+    }
   }
 
   #post(message) {
@@ -153,23 +173,17 @@ export class TabServer {
 
   // Only in a lock this owner granted: a call sent to an owner that went
   // must not run inside another tab's transaction here.
-  async #call({ from, id, method, args }, entry) {
+  async #call({ from, id, method, args }, key) {
     try {
-      if (!entry?.granted || entry.abandoned) throw ownerGone('the lock this call ran in ended: the tab holding the database changed');
-      const result = entry.write
-        ? await this.#connection.lockedCall('tabWrite', [method, args, { key: commitKey(from), seq: id }])
-        : await this.#connection.lockedCall(method, args);
+      const slot = this.#host.slots.held(key);
+      if (slot == null) throw ownerGone('the lock this call ran in ended: the tab holding the database changed');
+      const result = slot.read
+        ? await this.#host.call(key, method, args)
+        : await this.#host.tabWrite(key, method, args, { key: commitKey(from), seq: id });
       this.#post({ type: 'result', to: from, id, result });
     } catch (e) {
       this.#post({ type: 'error', to: from, id, error: errorMessage(e) });
     }
-  }
-
-  #release(key) {
-    const entry = this.#locks.get(key);
-    if (entry == null) return;
-    entry.abandoned = true;
-    entry.release();
   }
 
   // The client's own Web Lock is granted to us once the client is gone:
@@ -179,19 +193,16 @@ export class TabServer {
     this.#watched.add(from);
     locks().request(`oplite-tab:${from}`, async () => {
       this.#watched.delete(from);
-      for (const [key, entry] of this.#locks) {
-        if (!key.startsWith(`${from}/`)) continue;
-        if (entry.write && !entry.abandoned) {
-          await this.#connection.lockedCall('executeRaw', ['ROLLBACK', []]).catch(() => {});
-        }
-        this.#release(key);
+      for (const key of this.#host.slots.keysStartingWith(`tab:${from}/`)) {
+        if (this.#host.slots.held(key)?.read === false) await this.#host.rollback().catch(() => {});
+        await this.#host.slots.release(key).catch(() => {});
       }
     });
   }
 
   close() {
     this.#channel.close();
-    for (const key of [...this.#locks.keys()]) this.#release(key);
+    for (const key of this.#host.slots.keysStartingWith('tab:')) this.#host.slots.release(key).catch(() => {});
   }
 }
 
@@ -250,8 +261,9 @@ export class TabClient {
       const waiting = this.#granted.get(message.lock);
       if (waiting == null) return;
       this.#granted.delete(message.lock);
-      this.#held.add(message.lock);
-      waiting.resolve();
+      // ran: the owner runs the lock's one call and ends the lock itself.
+      if (!message.ran) this.#held.add(message.lock);
+      waiting.resolve(message.ran === true);
     } else if (message.type === 'released') {
       const waiting = this.#released.get(message.lock);
       this.#released.delete(message.lock);
@@ -272,12 +284,17 @@ export class TabClient {
   #ownerChanged() {
     const gone = 'the tab that held the database closed; another tab holds it now';
     this.#failInFlight(gone);
-    for (const [lock, { read }] of this.#granted) this.#send({ type: 'acquire', lock, read });
+    for (const [lock, { read, once }] of this.#granted) this.#send({ type: 'acquire', lock, read, once });
   }
 
   #failInFlight(message) {
-    for (const [id, call] of this.#calls) call.reject(ownerGone(message, id));
-    this.#calls.clear();
+    // The one call of a read lock not granted yet is asked of the new owner with it.
+    const asked = new Set([...this.#granted.values()].map((waiting) => waiting.once?.id));
+    for (const [id, call] of this.#calls) {
+      if (asked.has(id)) continue;
+      call.reject(ownerGone(message, id));
+      this.#calls.delete(id);
+    }
     for (const lock of this.#held) this.#dead.add(lock);
     this.#held.clear();
     for (const waiting of this.#released.values()) waiting.reject(ownerGone(message));
@@ -298,6 +315,30 @@ export class TabClient {
     this.#send({ type: 'acquire', lock, read });
     await waitAtMost(granted, timeoutMs, 'a lock of the tab holding the database', () => this.release(lock).catch(() => {}));
     return lock;
+  }
+
+  /**
+   * A read lock of one statement: resolves to readRaw(sql, params)'s
+   * result, run on the owner's reader. Fails with ownerGone when the owner
+   * goes first (nothing was written: it may be asked again).
+   */
+  async read(sql, params) {
+    await this.held;
+    if (this.#closed) throw this.#closed;
+    const lock = this.#nextLock++;
+    const once = { id: this.#nextCall++, args: [sql, params] };
+    const result = new Promise((resolve, reject) => this.#calls.set(once.id, { resolve, reject }));
+    const granted = new Promise((resolve, reject) => this.#granted.set(lock, { read: true, once, resolve, reject }));
+    result.catch(() => {});
+    this.#send({ type: 'acquire', lock, read: true, once });
+    if (await granted) return result;
+    // An owner that runs no `once`: the call and the release as for any lock.
+    this.#calls.delete(once.id);
+    try {
+      return await this.call(lock, 'readRaw', once.args);
+    } finally {
+      this.release(lock).catch(() => {});
+    }
   }
 
   /**
