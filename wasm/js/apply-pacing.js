@@ -61,9 +61,8 @@ export class ApplyPacer {
    * stepped.
    */
   async run(calls) {
-    const preparing = performance.now();
-    const applies = await calls.prepare();
-    this.#longestPrepareMs = Math.max(this.#longestPrepareMs, performance.now() - preparing);
+    let applies;
+    this.#longestPrepareMs = Math.max(this.#longestPrepareMs, await timed(async () => { applies = await calls.prepare(); }));
     if (!applies) return false;
     this.#lastApply = { start: Date.now(), end: null };
     let sinceFlushMs = 0;

@@ -320,8 +320,8 @@ class SharedConnection {
 
   // This tab's commit record in the file, read through whoever holds it now; null if none.
   async #commitRecord(client) {
-    const read = (ctx) => ctx.executeRaw('SELECT value FROM ps_oplite_kv WHERE key = ?', [client.commitKey]);
-    const rows = await this.exclusive(read, undefined, true).then((r) => r.rawRows, () => []);
+    const sql = 'SELECT value FROM ps_oplite_kv WHERE key = ?';
+    const rows = await this.read(sql, [client.commitKey]).then((r) => r.rawRows, () => []);
     return rows.length === 0 ? null : JSON.parse(rows[0][0]);
   }
 

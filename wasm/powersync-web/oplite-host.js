@@ -242,7 +242,6 @@ export function createHost(post) {
         server = new TabServer(tabs.channel, { slots, call, tabWrite, rollback });
         server.forgetGoneTabs(tabs.keep);
       }
-      return { reader: reader != null };
     },
     // Answers once lock `key` is granted (true), or dropped by a release first (false).
     acquire(key, read) {
