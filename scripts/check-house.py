@@ -20,7 +20,7 @@ import os
 import re
 import sys
 
-CRATES = ["extension/src", "cli/src", "test-server/src", "wasm/src", "wasm/native/src", "test-data/src"]
+CRATES = ["extension/src", "cli/src", "test-server/src", "wasm/src", "wasm/native/src", "test-data/src", "cipher/src"]
 TESTS = re.compile(r"#\[cfg\((?:all\()?test[^\]]*\]\s*mod\s+\w+")
 
 

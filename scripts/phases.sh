@@ -100,6 +100,22 @@ phase_wait() {
   [[ $(cut -d' ' -f2 "$PHASE_DIR/$1.result") == 0 ]] || { echo "phase $1, which this one needs, did not pass"; return 1; }
 }
 
+# The failed checks of every failed phase, repeated after the table: the
+# end of a long run is what a reader (or a CI page showing only its tail)
+# sees first.
+phase_failures() {
+  local name rc
+  for name in "$@"; do
+    [[ -f $PHASE_DIR/$name.result ]] || continue
+    read -r _ rc _ <"$PHASE_DIR/$name.result"
+    [[ $rc == 0 || $rc == skipped ]] && continue
+    echo "failed in $name:"
+    { grep -E -A4 '^(FAILED|not ok|---- |test .* FAILED|error(\[|:))' "$PHASE_DIR/$name.log" | cut -c1-400 | head -n 40 | sed 's/^/  /'; } || true
+    echo "  (the log's last lines)"
+    { tail -n 5 "$PHASE_DIR/$name.log" | cut -c1-400 | sed 's/^/  /'; } || true
+  done
+}
+
 # The closing table (one row a phase, in the order given) and the closing
 # line counting the checks of every phase. Fails if any phase failed.
 phase_summary() {
@@ -123,6 +139,7 @@ phase_summary() {
     sum_p=$((sum_p + p)) sum_f=$((sum_f + f))
   done
   printf '| all | | %ds | | | %d | %d |\n\n' "$total" "$sum_p" "$sum_f"
+  phase_failures "$@"
   if ((total > 45 * 60)); then
     echo "warning: the run took $((total / 60)) minutes, past the 45-minute mark (CI's limit is 90; see docs/development.md)"
   fi

@@ -6,6 +6,7 @@
 #   OPLITE_SKIP_WEB_SDK=1                # skip the web SDK drop-in test
 #   OPLITE_SKIP_FUZZ=1, OPLITE_SKIP_MEMCHECK=1   # skip libFuzzer, valgrind
 #   OPLITE_SKIP_NODE=1                   # skip the Node SDK drop-in test
+#   OPLITE_SKIP_CIPHER=1                 # skip the SQLCipher and SQLite3MultipleCiphers builds
 #   OPLITE_SKIP_MOBILE=1                 # skip the Android/iOS static libraries
 #   OPLITE_SKIP_ARM64=1                  # skip the tests on ARM64 under qemu
 #   OPLITE_KEEP_BUILDS=1                 # keep each phase's build dir (see below)
@@ -58,6 +59,7 @@ native=(
      nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_oplite_init\$'"
   "rust-tests 480 - cargo test-ext"
   "cli 180 - cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli && cargo test -p oplite-wasm"
+  "cipher 300 OPLITE_SKIP_CIPHER bash scripts/test-cipher.sh"
   "node-sdk 420 OPLITE_SKIP_NODE bash scripts/test-node.sh"
   "fuzz 600 OPLITE_SKIP_FUZZ bash scripts/fuzz.sh \${OPLITE_FUZZ_SECONDS:-20} && drop target/fuzz-build"
   "memcheck 120 OPLITE_SKIP_MEMCHECK phase_wait packages && bash scripts/memcheck.sh"

@@ -164,9 +164,18 @@ impl Database {
     /// not SQLite, read-only) is refused at once with
     /// [`Error::LocalDatabase`], naming the file and the cause.
     pub fn open(path: &Path) -> Result<Self, Error> {
+        Self::open_with(path, |_| Ok(()))
+    }
+
+    /// [`Database::open`], with `first` run on the new connection before
+    /// any other statement: where SQLite is a SQLCipher or
+    /// SQLite3MultipleCiphers build, `first` gives the key (`PRAGMA key`),
+    /// which must come before anything reads the file.
+    pub fn open_with(path: &Path, first: impl FnOnce(&Connection) -> rusqlite::Result<()>) -> Result<Self, Error> {
         check_path(path)?;
         let context = |e: rusqlite::Error| database_error(path, "", e);
         let conn = Connection::open(path).map_err(context)?;
+        first(&conn).map_err(context)?;
         oplite::register(&conn).map_err(|e| Error::Database(format!("registering oplite: {e}")))?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(context)?;
         // WAL lets the app read while lines are stored; NORMAL syncs at
