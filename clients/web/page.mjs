@@ -142,6 +142,8 @@ window.adapterChecks = async (config) => {
     const crud = await db.getAll('SELECT data FROM ps_crud ORDER BY id');
     out.crud = crud.map((r) => { const d = JSON.parse(r.data); return `${d.op} ${d.type} ${d.id} ${JSON.stringify(d.data ?? null)}`; });
     out.twoInOnePage = await twoInOnePage(db, schema, config);
+    // oplite refuses a key it cannot honour (run.mjs checks the message).
+    if (config.core === 'oplite') out.notCompared.encryptionKey = encryptionRefusal(config.vfs);
     Object.assign(out, await sdkTestChecks(db, sdk, out.notCompared));
   } catch (e) {
     out.failed = String(e?.stack ?? e);
@@ -150,6 +152,16 @@ window.adapterChecks = async (config) => {
   }
   return out;
 };
+
+/** What opening an oplite database with an encryption key says. */
+function encryptionRefusal(vfs) {
+  try {
+    new OpliteOpenFactory({ dbFilename: 'encrypted.db', vfs, encryptionKey: 'k' }).openDB();
+    return 'opened';
+  } catch (e) {
+    return String(e?.message ?? e);
+  }
+}
 
 // A second PowerSyncDatabase on the same file in this page, beside `first`,
 // as the SDK's own tests open them: each sees the other's writes, a watch

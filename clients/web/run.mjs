@@ -115,9 +115,10 @@ try {
       if (!sdkTests || !bundled.syntaxError || !bundled.constraintError || bundled.rollback?.rows?.length !== 1 || bundled.batch !== 4 || bundled.watch?.first !== 4 || bundled.watch?.last !== 3) {
         failures.push(`the SDK's own database did not show what the checks expect: ${JSON.stringify(bundled)}`);
       }
+      if (!/encryptionKey is not supported/.test(oplite.notCompared?.encryptionKey)) failures.push(`oplite with an encryptionKey: ${oplite.notCompared?.encryptionKey}, not refused`);
       console.log(`  not compared (${vfs}): SDK's own ${JSON.stringify(bundled.notCompared)}, oplite ${JSON.stringify(oplite.notCompared)}`);
       check(`${vfs}${inThread ? ' in the page (no Worker)' : ''}: the adapter contract through PowerSyncDatabase (errors, rollback, executeBatch, executeRaw, values, watch, ps_crud; ` +
-        'statements after a schema change, missing parameters, TEMP objects, getConfiguration, reads after writes, a throttled watch, two databases on one file in one page) as with the SDK\'s own database', failures);
+        'statements after a schema change, missing parameters, TEMP objects, getConfiguration, reads after writes, a throttled watch, two databases on one file in one page) as with the SDK\'s own database; an encryptionKey refused', failures);
     }
     for (const vfs of opts.vfs.split(',')) {
       const life = await browser.lifecycle(server, { vfs, rows });

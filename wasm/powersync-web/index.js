@@ -88,10 +88,17 @@ export class OpliteDBAdapter extends DBAdapter {
    * failing with DatabaseLockedError: one tab holds it and serves the
    * others (tabs.js); when that tab closes, another takes over. Its
    * default is the SDK's (multiTabByDefault); false keeps one tab.
+   * encryptionKey is refused: this build stores the file unencrypted, and
+   * an app that asked for encryption must not get plaintext silently.
    */
-  constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', cacheSizeKb = 50 * 1024, worker, wasmUrl, enableMultiTabs, multiTab = enableMultiTabs ?? multiTabByDefault() } = {}) {
+  constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', cacheSizeKb = 50 * 1024, worker, wasmUrl, enableMultiTabs, multiTab = enableMultiTabs ?? multiTabByDefault(), encryptionKey } = {}) {
     super();
     if (typeof dbFilename !== 'string') throw new TypeError('OpliteDBAdapter: dbFilename must be a string');
+    // Falsy keys mean no encryption, as in the SDK's own database.
+    if (encryptionKey) {
+      throw new TypeError('OpliteDBAdapter: encryptionKey is not supported yet: this build of oplite stores the database unencrypted. ' +
+        "Use the SDK's own database for an encrypted one (docs/web-sdk.md, \"Differences from the SDK's own database\")");
+    }
     if (!Number.isInteger(cacheSizeKb) || cacheSizeKb <= 0) throw new TypeError('OpliteDBAdapter: cacheSizeKb must be a positive integer');
     const inThread = worker === false || (worker == null && typeof Worker === 'undefined');
     if (inThread && vfs === 'opfs') {
