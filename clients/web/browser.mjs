@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { chromium } from 'playwright-core';
 import { startService } from '../node/service.mjs';
+import { mainThread, rendererPeakRss } from './measure.mjs';
 import { startServer } from './serve.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -96,7 +97,16 @@ export async function launchBrowser({ dist }) {
       await context.close().catch(() => {});
       fs.rmSync(profile, { recursive: true, force: true });
     };
-    return { newPage, close };
+    return { newPage, close, context, profile };
+  };
+  // fn(page) on a page of a new profile, closed after.
+  const inFreshProfile = async (label, fn) => {
+    const session = await open();
+    try {
+      return await fn(await session.newPage(label));
+    } finally {
+      await session.close();
+    }
   };
   return {
     server,
@@ -293,14 +303,12 @@ export async function launchBrowser({ dist }) {
       return out;
     },
     /** page.mjs's adapterChecks(config) in a fresh profile. */
-    async adapterChecks(config) {
-      const session = await open();
-      try {
-        const page = await session.newPage(`checks ${config.core} ${config.vfs}`);
-        return await page.evaluate((c) => window.adapterChecks(c), config);
-      } finally {
-        await session.close();
-      }
+    adapterChecks(config) {
+      return inFreshProfile(`checks ${config.core} ${config.vfs}`, (page) => page.evaluate((c) => window.adapterChecks(c), config));
+    },
+    /** floor-page.mjs's storageFloor(config) in a fresh profile. */
+    storageFloor(config) {
+      return inFreshProfile(`floor ${config.vfs}`, (page) => page.evaluate((c) => window.storageFloor(c), config));
     },
     async close() {
       await server.close();
@@ -308,8 +316,13 @@ export async function launchBrowser({ dist }) {
   };
 }
 
-/** One scenario run (page.mjs's config) against a fresh service; resolves to its result. */
-export async function runInBrowser(browser, serverBinary, config) {
+/**
+ * One scenario run (page.mjs's config) against a fresh service; resolves to
+ * its result. With `measure`, its afterFirstSync.mainThread holds the page's
+ * main-thread time until the first sync was done (measure.mjs), and its
+ * rendererPeakRss the renderer's peak resident memory over the run.
+ */
+export async function runInBrowser(browser, serverBinary, { measure = false, ...config }) {
   const { child, url } = await startService(serverBinary, config.rows);
   browser.server.setService(url);
   const session = await browser.open();
@@ -319,7 +332,14 @@ export async function runInBrowser(browser, serverBinary, config) {
     const timeout = new Promise((resolve) => {
       timer = setTimeout(() => resolve({ core: config.core, vfs: config.vfs, failed: 'timed out after 600 s', step: 'unknown' }), 600_000);
     });
-    return await Promise.race([page.evaluate((c) => window.runScenario(c), config), timeout]).finally(() => clearTimeout(timer));
+    if (measure) {
+      // The probe (probe.mjs) reads it when the first sync is done.
+      const thread = await mainThread(session.context, page);
+      await page.exposeFunction('opliteMainThread', () => thread.read());
+    }
+    const result = await Promise.race([page.evaluate((c) => window.runScenario(c), config), timeout]).finally(() => clearTimeout(timer));
+    if (measure && !result.failed) result.rendererPeakRss = rendererPeakRss(session.profile);
+    return result;
   } finally {
     await session.close();
     child.kill();

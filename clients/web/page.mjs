@@ -15,6 +15,7 @@ import * as sdk from '@powersync/web';
 import { OpliteDBAdapter, OpliteOpenFactory } from '@oplite/powersync-web';
 import { runDropIn } from '../scenario/drop-in.mjs';
 import { COUNT_ROWS, probeQueries } from './probe.mjs';
+import './floor-page.mjs';
 import './lifecycle.mjs';
 import './shared-tab.mjs';
 import './tabs-bench-page.mjs';

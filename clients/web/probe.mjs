@@ -6,6 +6,14 @@
 // The synced rows, in one statement (one snapshot).
 export const COUNT_ROWS = 'SELECT (SELECT count(*) FROM lists) + (SELECT count(*) FROM todos) AS n';
 
+// Where oplite's Worker spent its time, ms (sums since it opened; the
+// benchmark's profile, docs/web-sdk.md "Where the time goes").
+const PROFILE_KEYS = ['controlCalls', 'controlMs', 'applyPrepareMs', 'applyStepsMs', 'applyFlushMs', 'applySyncMs',
+  'vfsReadMs', 'vfsWriteMs', 'vfsSyncMs', 'vfsReads', 'vfsWrites', 'vfsSyncs', 'idbBatches', 'idbBatchMs', 'wasmMemoryBytes', 'memoryHighwater'];
+function profileOf(stats) {
+  return Object.fromEntries(PROFILE_KEYS.filter((k) => stats[k] != null).map((k) => [k, Math.round(stats[k])]));
+}
+
 // Issues a query every `everyMs` while the first sync runs; `stop()`
 // resolves to the longest time one waited, how many ran, and the row
 // counts they saw other than none and all (the first sync is one
@@ -32,6 +40,8 @@ export function probeQueries(db, everyMs, sql) {
   })();
   return {
     async stop() {
+      // The page's main-thread time so far, where the benchmark asks for it (browser.mjs).
+      const mainThread = typeof globalThis.opliteMainThread === 'function' ? await globalThis.opliteMainThread() : null;
       running = false;
       await loop;
       const all = (await db.get(COUNT_ROWS)).n;
@@ -42,7 +52,8 @@ export function probeQueries(db, everyMs, sql) {
                longestCommitMs: adapterStats?.longestCommitMs ?? null, unsteppedControlCalls: adapterStats?.unsteppedControlCalls ?? null, longestReadMs: adapterStats?.longestReadMs ?? null,
                longestReadSql: adapterStats?.longestReadSql ?? null, longestWriteMs: adapterStats?.longestWriteMs ?? null,
                longestWriteSql: adapterStats?.longestWriteSql ?? null, longestPrepareMs: adapterStats?.longestPrepareMs ?? null,
-               longestWaitFrom: longestAt, lastApply: adapterStats?.lastApply ?? null, stoppedAt: Date.now(), memoryHighwater: adapterStats?.memoryHighwater ?? null, wasmMemoryBytes: adapterStats?.wasmMemoryBytes ?? null };
+               longestWaitFrom: longestAt, lastApply: adapterStats?.lastApply ?? null, stoppedAt: Date.now(), memoryHighwater: adapterStats?.memoryHighwater ?? null, wasmMemoryBytes: adapterStats?.wasmMemoryBytes ?? null,
+               profile: adapterStats && profileOf(adapterStats), mainThread };
     },
   };
 }

@@ -52,6 +52,8 @@ export class ApplyPacer {
   #longestPrepareMs = 0;
   // When (Date.now()) the last paced apply started and ended.
   #lastApply = null;
+  // Sums over every apply, ms: prepares, steps, cacheFlush and syncFile.
+  #totals = { prepareMs: 0, stepsMs: 0, flushMs: 0, syncMs: 0 };
 
   /**
    * Applies in steps if `calls.prepare()` says the coming powersync_control
@@ -62,7 +64,9 @@ export class ApplyPacer {
    */
   async run(calls) {
     let applies;
-    this.#longestPrepareMs = Math.max(this.#longestPrepareMs, await timed(async () => { applies = await calls.prepare(); }));
+    const prepareMs = await timed(async () => { applies = await calls.prepare(); });
+    this.#longestPrepareMs = Math.max(this.#longestPrepareMs, prepareMs);
+    this.#totals.prepareMs += prepareMs;
     if (!applies) return false;
     this.#lastApply = { start: Date.now(), end: null };
     let sinceFlushMs = 0;
@@ -77,15 +81,20 @@ export class ApplyPacer {
       // Rows cost differently in each stage: a new stage starts from few rows again.
       this.#stepRows = stage !== lastStage ? FIRST_STEP_ROWS : Math.round(Math.min(Math.max(rows * Math.min(STEP_MS / took, 4), 100), 200000));
       this.#note(took, rows, lastStage, before, after);
+      this.#totals.stepsMs += took;
       lastStage = stage;
       sinceFlushMs += took;
       if (sinceFlushMs >= FLUSH_EVERY_MS) {
         sinceFlushMs = 0;
         // Writing the pages and syncing the file are tasks of their own.
         await turnEventLoop();
-        this.#longestFlushMs = Math.max(this.#longestFlushMs, await timed(() => calls.cacheFlush()));
+        const flushMs = await timed(() => calls.cacheFlush());
+        this.#longestFlushMs = Math.max(this.#longestFlushMs, flushMs);
         await turnEventLoop();
-        this.#longestSyncMs = Math.max(this.#longestSyncMs, await timed(() => calls.syncFile()));
+        const syncMs = await timed(() => calls.syncFile());
+        this.#longestSyncMs = Math.max(this.#longestSyncMs, syncMs);
+        this.#totals.flushMs += flushMs;
+        this.#totals.syncMs += syncMs;
       }
       if (stage === 0) {
         this.#lastApply.end = Date.now();
@@ -110,6 +119,8 @@ export class ApplyPacer {
   report() {
     return { applySteps: this.#steps, longestStepMs: this.#longestStep.ms, longestStep: this.#longestStep, slowSteps: this.#slowSteps,
              longestFlushMs: Math.round(this.#longestFlushMs), longestSyncMs: Math.round(this.#longestSyncMs),
-             longestPrepareMs: Math.round(this.#longestPrepareMs), lastApply: this.#lastApply };
+             longestPrepareMs: Math.round(this.#longestPrepareMs), lastApply: this.#lastApply,
+             applyPrepareMs: Math.round(this.#totals.prepareMs), applyStepsMs: Math.round(this.#totals.stepsMs),
+             applyFlushMs: Math.round(this.#totals.flushMs), applySyncMs: Math.round(this.#totals.syncMs) };
   }
 }

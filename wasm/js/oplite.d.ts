@@ -80,8 +80,16 @@ export interface Stats {
   wasmMemoryBytes: number;
   /** The longest single call into the module (one statement, one powersync_control), ms. */
   longestCallMs: number;
-  /** 'idb' only: IndexedDB transactions written. */
+  /** 'idb' only: IndexedDB transactions written, and their wall time in ms (other calls run between their slices). */
   idbBatches?: number;
+  idbBatchMs?: number;
+  /** Time in the storage's reads, writes and syncs (the OPFS access handles; for 'idb', the copies in wasm memory), ms, and their numbers. */
+  vfsReadMs: number;
+  vfsWriteMs: number;
+  vfsSyncMs: number;
+  vfsReads: number;
+  vfsWrites: number;
+  vfsSyncs: number;
   /** Apply steps run by control() with a Reader open, or by applyInSteps(). */
   applySteps: number;
   /** The longest of those steps, ms, and what it was. */
@@ -96,6 +104,11 @@ export interface Stats {
   longestPrepareMs: number;
   /** When (Date.now()) the last stepped apply started and ended; null before one. */
   lastApply: { start: number; end: number | null } | null;
+  /** Sums over every stepped apply, ms: oplite_apply_prepare, the steps, cacheFlush, syncFile. */
+  applyPrepareMs: number;
+  applyStepsMs: number;
+  applyFlushMs: number;
+  applySyncMs: number;
 }
 
 export interface ApplyStep {

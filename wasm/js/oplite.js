@@ -111,6 +111,9 @@ class IdbStore {
     this.writing = null; // the running write loop
     this.error = null;
     this.batches = 0;
+    // Wall time of the batches' IndexedDB transactions, ms (other calls
+    // run between their slices).
+    this.batchMs = 0;
   }
 
   static async open(name) {
@@ -177,10 +180,12 @@ class IdbStore {
           throw e;
         }
       };
+      const started = performance.now();
       try {
         putSlice();
         await done(tx);
         this.batches++;
+        this.batchMs += performance.now() - started;
       } catch (e) {
         // The batch is lost: rewrite everything next time, report now.
         raw.abandonBatch();
@@ -487,7 +492,10 @@ export class Database extends Queries {
     const out = this._raw().stats(reset);
     out.longestCallMs = this.#longestCallMs;
     Object.assign(out, this.#pacer.report());
-    if (this.#store != null) out.idbBatches = this.#store.batches;
+    if (this.#store != null) {
+      out.idbBatches = this.#store.batches;
+      out.idbBatchMs = Math.round(this.#store.batchMs);
+    }
     if (reset) this.#longestCallMs = 0;
     return out;
   }

@@ -20,6 +20,8 @@ export interface OpliteOpenOptions {
   multiTab?: boolean;
   /** The SDK's name for multiTab; multiTab wins when both are given. */
   enableMultiTabs?: boolean;
+  /** Refused when set (a TypeError at construction): this build stores the database unencrypted. */
+  encryptionKey?: string;
 }
 
 /** For PowerSyncDatabase's `factory` option. */
@@ -41,6 +43,9 @@ export interface AdapterStats extends Stats {
   /** The longest statement of a write lock, in ms, and its SQL (first 80 characters). */
   longestWriteMs: number;
   longestWriteSql: string | null;
+  /** The sync client's powersync_control calls, and their time in ms (storing lines and applying checkpoints). */
+  controlCalls: number;
+  controlMs: number;
 }
 
 /** oplite-wasm in a dedicated Worker: write locks on one connection, read locks on a read-only second one ('memory': one queue). */

@@ -68,6 +68,9 @@ export function createHost(post) {
   let longestRead = { ms: 0, sql: null };
   // The longest statement on the writer (a powersync_control call storing a line, say).
   let longestWrite = { ms: 0, sql: null };
+  // The sync client's powersync_control calls: how many, and their time in
+  // ms (storing lines, and applying checkpoints, stepped or not).
+  let control = { calls: 0, ms: 0 };
 
   function opened() {
     if (db == null) throw new Error('the database is not open');
@@ -131,8 +134,14 @@ export function createHost(post) {
   // Statement calls, run in the lock they name (inLock checked it).
   const statements = {
     async executeRaw(sql, params) {
-      if (NAMES_CONTROL.test(sql)) await beforeControl(sql, params);
-      return write(sql, params);
+      if (!NAMES_CONTROL.test(sql)) return write(sql, params);
+      const started = performance.now();
+      try {
+        await beforeControl(sql, params);
+        return await write(sql, params);
+      } finally {
+        control = { calls: control.calls + 1, ms: control.ms + performance.now() - started };
+      }
     },
     // One statement, many parameter sets: one message instead of one per set.
     async executeBatch(sql, sets) {
@@ -157,7 +166,8 @@ export function createHost(post) {
       const stats = await opened().stats(options);
       return { ...stats, unsteppedControlCalls, longestCommitMs: Math.round(longestCommitMs),
                longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql,
-               longestWriteMs: Math.round(longestWrite.ms), longestWriteSql: longestWrite.sql };
+               longestWriteMs: Math.round(longestWrite.ms), longestWriteSql: longestWrite.sql,
+               controlCalls: control.calls, controlMs: Math.round(control.ms) };
     },
   };
 

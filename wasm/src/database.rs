@@ -447,6 +447,8 @@ impl Database {
 
     /// Counters: bytes written to temporary files, journals and database
     /// files by all databases of this module, rollback journals deleted; the
+    /// time spent in the storage's reads, writes and syncs, and their
+    /// numbers (`vfsReadMs`, `vfsReads`, ...); the
     /// bytes of before images kept for readers' snapshots; SQLite's memory in use and
     /// its high-water mark (reset when `resetHighwater` is true); the size
     /// of the module's linear memory (which holds `idb` databases whole).
@@ -470,6 +472,13 @@ impl Database {
         set(&out, "snapshotBytes", JsValue::from_f64(vfs_wrapper::snapshot_bytes() as f64));
         set(&out, "memoryUsed", JsValue::from_f64(current as f64));
         set(&out, "memoryHighwater", JsValue::from_f64(highwater as f64));
+        let io = crate::io_time::times();
+        set(&out, "vfsReadMs", JsValue::from_f64(io.read_ms));
+        set(&out, "vfsWriteMs", JsValue::from_f64(io.write_ms));
+        set(&out, "vfsSyncMs", JsValue::from_f64(io.sync_ms));
+        set(&out, "vfsReads", JsValue::from_f64(io.reads as f64));
+        set(&out, "vfsWrites", JsValue::from_f64(io.writes as f64));
+        set(&out, "vfsSyncs", JsValue::from_f64(io.syncs as f64));
         let wasm_memory = std::arch::wasm32::memory_size::<0>() as f64 * 65536.0;
         set(&out, "wasmMemoryBytes", JsValue::from_f64(wasm_memory));
         out.into()

@@ -35,6 +35,8 @@ mod alloc;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod database;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+pub mod io_time;
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod mirror;
 pub mod snapshot;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]

@@ -30,6 +30,8 @@
 //! memory mapping), like every VFS it wraps here, so SQLite never tries WAL
 //! shared memory through it.
 //!
+//! It also times the reads, writes and syncs it forwards ([`crate::io_time`]).
+//!
 //! This is the one module with raw SQLite structs besides [`crate::mirror`];
 //! its counting mirrors `extension/tests/common/counting_vfs.rs`.
 
@@ -41,6 +43,7 @@ use std::rc::{Rc, Weak};
 
 use rusqlite::ffi;
 
+use crate::io_time::{self, Io};
 use crate::snapshot::Snapshots;
 
 thread_local! {
@@ -433,7 +436,7 @@ unsafe extern "C" fn x_read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amou
                 Some(Err(rc)) => return rc,
             }
         }
-        forward!(file, xRead, buf, amount, offset)
+        io_time::timed(Io::Read, || forward!(file, xRead, buf, amount, offset))
     }
 }
 unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, buf: *const c_void, amount: c_int, offset: i64) -> c_int {
@@ -461,7 +464,7 @@ unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, buf: *const c_void, a
                 return rc;
             }
         }
-        forward!(file, xWrite, buf, amount, offset)
+        io_time::timed(Io::Write, || forward!(file, xWrite, buf, amount, offset))
     }
 }
 unsafe extern "C" fn x_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
@@ -480,7 +483,7 @@ unsafe extern "C" fn x_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_in
     }
 }
 unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
-    unsafe { forward!(file, xSync, flags) }
+    unsafe { io_time::timed(Io::Sync, || forward!(file, xSync, flags)) }
 }
 unsafe extern "C" fn x_file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
     unsafe {
