@@ -124,9 +124,14 @@ class SharedConnection {
   // here). #endOwnership releases the owner lock.
   #client = null;
   #endOwnership = () => {};
+  // Whether a COMMIT is durable when it returns ('opfs'; 'memory' has
+  // nothing to make durable), so that a write lock need not wait for the
+  // host to end it; on 'idb' the end waits for IndexedDB.
+  #durableAtCommit;
 
   constructor(options, forget) {
     this.#name = options.dbFilename;
+    this.#durableAtCommit = options.vfs !== 'idb';
     this.#forget = forget;
     // multiTab is false for 'memory' (index.js).
     const shared = options.multiTab && globalThis.navigator?.locks != null;
@@ -242,7 +247,12 @@ class SharedConnection {
       throw e;
     }
     // A write lock ends once its commits are durable ('idb': in IndexedDB).
-    await release();
+    // Otherwise the next call need not wait for the end's answer: the host
+    // takes this page's messages in order, so the lock has ended before
+    // anything sent later runs. One round trip less per transaction: the
+    // sync client's powersync_control calls are one transaction each.
+    if (read || this.#durableAtCommit) release().catch(() => {});
+    else await release();
     return result;
   }
 

@@ -46,6 +46,9 @@ export interface AdapterStats extends Stats {
   /** The sync client's powersync_control calls, and their time in ms (storing lines and applying checkpoints). */
   controlCalls: number;
   controlMs: number;
+  /** Every statement's time on the writer and on the reader, ms (the stepped applies are in applyStepsMs and the rest). */
+  writeStatementsMs: number;
+  readStatementsMs: number;
 }
 
 /** oplite-wasm in a dedicated Worker: write locks on one connection, read locks on a read-only second one ('memory': one queue). */

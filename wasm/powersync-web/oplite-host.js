@@ -71,6 +71,9 @@ export function createHost(post) {
   // The sync client's powersync_control calls: how many, and their time in
   // ms (storing lines, and applying checkpoints, stepped or not).
   let control = { calls: 0, ms: 0 };
+  // Every statement's time on the writer and on the reader, ms: with the
+  // stepped applies, how busy this Worker was.
+  const statementMs = { write: 0, read: 0 };
 
   function opened() {
     if (db == null) throw new Error('the database is not open');
@@ -96,6 +99,7 @@ export function createHost(post) {
     const started = performance.now();
     const result = await reader.executeRaw(sql, params);
     const took = performance.now() - started;
+    statementMs.read += took;
     if (took > longestRead.ms) longestRead = { ms: took, sql: sql.slice(0, 200) };
     return result;
   }
@@ -104,6 +108,7 @@ export function createHost(post) {
     const started = performance.now();
     const result = await opened().executeRaw(sql, params);
     const took = performance.now() - started;
+    statementMs.write += took;
     if (COMMIT.test(sql)) longestCommitMs = Math.max(longestCommitMs, took);
     if (took > longestWrite.ms) longestWrite = { ms: took, sql: sql.slice(0, 80) };
     if (TEMP_DDL.test(sql)) {
@@ -167,7 +172,8 @@ export function createHost(post) {
       return { ...stats, unsteppedControlCalls, longestCommitMs: Math.round(longestCommitMs),
                longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql,
                longestWriteMs: Math.round(longestWrite.ms), longestWriteSql: longestWrite.sql,
-               controlCalls: control.calls, controlMs: Math.round(control.ms) };
+               controlCalls: control.calls, controlMs: Math.round(control.ms),
+               writeStatementsMs: Math.round(statementMs.write), readStatementsMs: Math.round(statementMs.read) };
     },
   };
 
