@@ -16,7 +16,7 @@
 // is set beside the storage floor: oplite-wasm writing the same final
 // database with plain inserts (floor-page.mjs), --runs times too.
 //
-//   OPLITE_TEST_SERVER=target/release/oplite-test-server node bench.mjs [--rows 100000,1000000] [--runs 3] [--vfs opfs,idb] [--cores bundled,oplite]
+//   OPLITE_TEST_SERVER=target/release/oplite-test-server node bench.mjs [--rows 100000,1000000] [--runs 3] [--vfs opfs,idb] [--cores bundled,oplite] [--key K]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,7 +24,9 @@ import zlib from 'node:zlib';
 import { benchArgs } from './bench-args.mjs';
 import { ADAPTER_PACKAGE, buildPage, launchBrowser, runInBrowser } from './browser.mjs';
 
-const { opts, server } = benchArgs({ rows: { type: 'string', default: '100000,1000000' } });
+// --key K: both databases encrypted with K (each its own way: the SDK's
+// SQLite3MultipleCiphers build of wa-sqlite, oplite's cipher VFS).
+const { opts, server } = benchArgs({ rows: { type: 'string', default: '100000,1000000' }, key: { type: 'string' } });
 const runs = Number(opts.runs);
 const cores = opts.cores.split(',');
 /** A run's split (probe.mjs's afterFirstSync): the page's main thread, oplite's Worker. */
@@ -61,7 +63,7 @@ try {
       const samples = Object.fromEntries(cores.map((c) => [c, []]));
       for (let i = 0; i < runs; i++) {
         for (const core of cores) {
-          const r = await runInBrowser(browser, server, { core, vfs, mode: 'legacy', rows, raw: false, triggers: false, probeMs: 20, probeSql: 'count', measure: true });
+          const r = await runInBrowser(browser, server, { core, vfs, mode: 'legacy', rows, raw: false, triggers: false, probeMs: 20, probeSql: 'count', measure: true, encryptionKey: opts.key });
           if (r.failed) throw new Error(`the ${core} run (${vfs}, ${rows} rows) failed while ${r.step}: ${r.failed}`);
           const p = r.afterFirstSync;
           if (p.partialCounts.length > 0) throw new Error(`the ${core} run (${vfs}, ${rows} rows): queries saw part of the checkpoint: ${p.partialCounts.slice(0, 5)}`);
@@ -98,7 +100,7 @@ try {
   fs.rmSync(work, { recursive: true, force: true });
 }
 
-console.log(`\nWeb SDK first sync (@powersync/web 2.4.0, headless Chromium, legacy mode, medians of ${runs} alternating runs; ms)`);
+console.log(`\nWeb SDK first sync (@powersync/web 2.4.0, headless Chromium, legacy mode, ${opts.key ? 'encrypted, ' : ''}medians of ${runs} alternating runs; ms)`);
 console.log('| rows | storage | database | initial sync | min | max | longest query wait | apply steps / longest | vs the SDK\'s own | vs the floor |');
 console.log('|---:|---|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const line of table) console.log(line);

@@ -306,6 +306,10 @@ export async function launchBrowser({ dist }) {
     adapterChecks(config) {
       return inFreshProfile(`checks ${config.core} ${config.vfs}`, (page) => page.evaluate((c) => window.adapterChecks(c), config));
     },
+    /** encryption-page.mjs's encryptionChecks(config) in a fresh profile. */
+    encryptionChecks(config) {
+      return inFreshProfile(`encryption ${config.core} ${config.vfs}`, (page) => page.evaluate((c) => window.encryptionChecks(c), config));
+    },
     /** floor-page.mjs's storageFloor(config) in a fresh profile. */
     storageFloor(config) {
       return inFreshProfile(`floor ${config.vfs}`, (page) => page.evaluate((c) => window.storageFloor(c), config));

@@ -5,6 +5,8 @@
 // agree with the SDK's own run on the same storage. Also: the adapter's
 // contract beside the SDK's own database (page.mjs adapterChecks); a reload
 // right after a sync, and a page closed mid-apply (browser.mjs lifecycle);
+// an encryptionKey beside the SDK's own encrypted database
+// (encryption-page.mjs);
 // and tabs sharing one database, both databases (tabs-checks.mjs).
 // --only tabs runs the tab checks alone.
 //
@@ -115,10 +117,21 @@ try {
       if (!sdkTests || !bundled.syntaxError || !bundled.constraintError || bundled.rollback?.rows?.length !== 1 || bundled.batch !== 4 || bundled.watch?.first !== 4 || bundled.watch?.last !== 3) {
         failures.push(`the SDK's own database did not show what the checks expect: ${JSON.stringify(bundled)}`);
       }
-      if (!/encryptionKey is not supported/.test(oplite.notCompared?.encryptionKey)) failures.push(`oplite with an encryptionKey: ${oplite.notCompared?.encryptionKey}, not refused`);
       console.log(`  not compared (${vfs}): SDK's own ${JSON.stringify(bundled.notCompared)}, oplite ${JSON.stringify(oplite.notCompared)}`);
       check(`${vfs}${inThread ? ' in the page (no Worker)' : ''}: the adapter contract through PowerSyncDatabase (errors, rollback, executeBatch, executeRaw, values, watch, ps_crud; ` +
-        'statements after a schema change, missing parameters, TEMP objects, getConfiguration, reads after writes, a throttled watch, two databases on one file in one page) as with the SDK\'s own database; an encryptionKey refused', failures);
+        'statements after a schema change, missing parameters, TEMP objects, getConfiguration, reads after writes, a throttled watch, two databases on one file in one page) as with the SDK\'s own database', failures);
+    }
+    for (const { vfs, inThread } of checks) {
+      const bundled = await browser.encryptionChecks({ core: 'bundled', vfs });
+      const oplite = await browser.encryptionChecks({ core: 'oplite', vfs, inThread });
+      console.log(`  encryption (${vfs}${inThread ? ', in the page' : ''}): SDK's own ${JSON.stringify(bundled)}, oplite ${JSON.stringify(oplite)}`);
+      const expected = { written: 1, wrongKey: 'refused', noKey: 'refused', rightKey: 'local-marker-5d1c9e0b', plaintext: [], filesRead: true };
+      const failures = [];
+      for (const [who, got] of [["the SDK's own", bundled], ['oplite', oplite]]) {
+        if (!sameValue(got, expected)) failures.push(`${who}: ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`);
+      }
+      check(`${vfs}${inThread ? ' in the page (no Worker)' : ''}: an encryptionKey encrypts the database as with the SDK's own encrypted database ` +
+        '(a wrong key and no key refused, the right one reads it back, no plaintext in the stored bytes)', failures);
     }
     for (const vfs of opts.vfs.split(',')) {
       const life = await browser.lifecycle(server, { vfs, rows });

@@ -34,6 +34,8 @@ export interface OpenOptions {
   vfs?: Vfs;
   /** When another tab or worker has it open: fail with DatabaseLockedError (default) or wait. */
   onLocked?: 'error' | 'wait';
+  /** Encrypt the file with this key (SQLite3MultipleCiphers, ChaCha20); a wrong or missing key fails at open with SqliteError code 26. */
+  key?: string;
   /** Where to load the module from (URL, Response, bytes, WebAssembly.Module); default: next to oplite.js. */
   wasm?: unknown;
 }

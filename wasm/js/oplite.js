@@ -226,8 +226,9 @@ class IdbStore {
  * @param {{name: string, vfs?: 'memory'|'opfs'|'idb', onLocked?: 'error'|'wait', wasm?: any}} options
  */
 export async function open(options) {
-  const { name, vfs = 'memory', onLocked = 'error' } = options || {};
+  const { name, vfs = 'memory', onLocked = 'error', key } = options || {};
   if (typeof name !== 'string') throw new TypeError('open(): name must be a string');
+  if (key != null && (typeof key !== 'string' || key === '')) throw new TypeError('open(): key must be a non-empty string (or absent: no encryption)');
   if (!['memory', 'opfs', 'idb'].includes(vfs)) {
     throw new TypeError(`open(): unknown vfs ${JSON.stringify(vfs)}; use 'memory', 'opfs' or 'idb'`);
   }
@@ -246,7 +247,7 @@ export async function open(options) {
       store = await IdbStore.open(name);
       await store.loadInto(name);
     }
-    const raw = await wasm.openDatabase(name, vfs);
+    const raw = await wasm.openDatabase(name, vfs, key ?? undefined);
     raw.takeChangedTables(); // powersync_init's own writes
     const db = new Database(raw, name, vfs, store, () => {
       release();

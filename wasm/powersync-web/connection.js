@@ -136,20 +136,24 @@ class SharedConnection {
     // multiTab is false for 'memory' (index.js).
     const shared = options.multiTab && globalThis.navigator?.locks != null;
     this.#ready = shared ? this.#elect(options) : this.#open(options, options.onLocked);
-    // A connection that did not open (another tab holds the file) is not
-    // reused: the next adapter tries again.
-    this.#ready.catch(() => forget());
+    // A connection that did not open (another tab holds the file, a wrong
+    // key) is not reused: the next adapter tries again.
+    // Nor is its Worker kept (for 'opfs' it released the pool already).
+    this.#ready.catch(() => {
+      forget();
+      this.#worker?.terminate();
+    });
   }
 
   // Starts the Worker and opens the database in it; with tabs ({channel,
   // keep}), the Worker serves the other tabs (tabs.js).
-  async #open({ dbFilename, vfs, cacheSizeKb, worker, wasmUrl, inThread }, onLocked, tabs = null) {
+  async #open({ dbFilename, vfs, cacheSizeKb, worker, wasmUrl, inThread, key }, onLocked, tabs = null) {
     if (inThread) this.#worker = inThreadHost((message) => this.#receive(message));
     else if (typeof worker === 'function') this.#worker = worker();
     else this.#worker = new Worker(worker ?? new URL('./oplite-worker.js', import.meta.url), { type: 'module', name: `oplite ${dbFilename}` });
     this.#worker.onmessage = ({ data }) => this.#receive(data);
     this.#worker.onerror = (event) => this.#failAll(new Error(`the oplite worker failed: ${event.message ?? 'unknown error'}`));
-    await this.#call('open', [{ name: dbFilename, vfs, onLocked, cacheSizeKb, wasm: inThread ? wasmUrl : undefined, tabs }]);
+    await this.#call('open', [{ name: dbFilename, vfs, onLocked, cacheSizeKb, wasm: inThread ? wasmUrl : undefined, tabs, key }]);
   }
 
   // multiTab: the owner lock decides. Held, this tab opens the database and

@@ -20,7 +20,7 @@ export interface OpliteOpenOptions {
   multiTab?: boolean;
   /** The SDK's name for multiTab; multiTab wins when both are given. */
   enableMultiTabs?: boolean;
-  /** Refused when set (a TypeError at construction): this build stores the database unencrypted. */
+  /** Encrypts the file (SQLite3MultipleCiphers, ChaCha20); a wrong or missing key fails the first call with SqliteError code 26. Falsy: no encryption. */
   encryptionKey?: string;
 }
 

@@ -40,7 +40,7 @@ export class OpliteOpenFactory {
 // manager before that exists unless the adapter is its own, so it is
 // false here, and reads that name a TEMP table run on the writer
 // (docs/web-sdk.md).
-function configuration({ dbFilename, vfs, cacheSizeKb, inThread, multiTab }) {
+function configuration({ dbFilename, vfs, cacheSizeKb, inThread, multiTab, key }) {
   return {
     dbFilename,
     vfs,
@@ -50,7 +50,7 @@ function configuration({ dbFilename, vfs, cacheSizeKb, inThread, multiTab }) {
     ssrMode: false,
     disableSSRWarning: false,
     temporaryStorage: 'memory',
-    encryptionKey: undefined,
+    encryptionKey: key,
     additionalReaders: 0,
     requiresPersistentTriggers: false,
   };
@@ -88,17 +88,17 @@ export class OpliteDBAdapter extends DBAdapter {
    * failing with DatabaseLockedError: one tab holds it and serves the
    * others (tabs.js); when that tab closes, another takes over. Its
    * default is the SDK's (multiTabByDefault); false keeps one tab.
-   * encryptionKey is refused: this build stores the file unencrypted, and
-   * an app that asked for encryption must not get plaintext silently.
+   * encryptionKey encrypts the file (SQLite3MultipleCiphers, ChaCha20,
+   * the SDK's encrypted database's cipher); a wrong or missing key fails
+   * the first call with SqliteError code 26. Tabs sharing the database use
+   * the key of the tab that opened it.
    */
   constructor({ dbFilename, vfs = 'opfs', onLocked = 'error', cacheSizeKb = 50 * 1024, worker, wasmUrl, enableMultiTabs, multiTab = enableMultiTabs ?? multiTabByDefault(), encryptionKey } = {}) {
     super();
     if (typeof dbFilename !== 'string') throw new TypeError('OpliteDBAdapter: dbFilename must be a string');
+    if (encryptionKey != null && typeof encryptionKey !== 'string') throw new TypeError('OpliteDBAdapter: encryptionKey must be a string');
     // Falsy keys mean no encryption, as in the SDK's own database.
-    if (encryptionKey) {
-      throw new TypeError('OpliteDBAdapter: encryptionKey is not supported yet: this build of oplite stores the database unencrypted. ' +
-        "Use the SDK's own database for an encrypted one (docs/web-sdk.md, \"Differences from the SDK's own database\")");
-    }
+    const key = encryptionKey || undefined;
     if (!Number.isInteger(cacheSizeKb) || cacheSizeKb <= 0) throw new TypeError('OpliteDBAdapter: cacheSizeKb must be a positive integer');
     const inThread = worker === false || (worker == null && typeof Worker === 'undefined');
     if (inThread && vfs === 'opfs') {
@@ -106,8 +106,8 @@ export class OpliteDBAdapter extends DBAdapter {
     }
     this.#name = dbFilename;
     multiTab = multiTab === true && vfs !== 'memory';
-    this.#configuration = configuration({ dbFilename, vfs, cacheSizeKb, inThread, multiTab });
-    this.#connection = acquireConnection({ dbFilename, vfs, onLocked, cacheSizeKb, worker, wasmUrl, inThread, multiTab }, this);
+    this.#configuration = configuration({ dbFilename, vfs, cacheSizeKb, inThread, multiTab, key });
+    this.#connection = acquireConnection({ dbFilename, vfs, onLocked, cacheSizeKb, worker, wasmUrl, inThread, multiTab, key }, this);
   }
 
   get name() {

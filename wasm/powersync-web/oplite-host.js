@@ -236,8 +236,8 @@ export function createHost(post) {
 
   const methods = {
     // tabs: with multiTab, {channel, keep} (tabs.js): this host serves the other tabs.
-    async open({ name, vfs, onLocked, cacheSizeKb, wasm, tabs }) {
-      db = await open({ name, vfs, onLocked, wasm });
+    async open({ name, vfs, onLocked, cacheSizeKb, wasm, tabs, key }) {
+      db = await open({ name, vfs, onLocked, wasm, key });
       await db.execute(`PRAGMA cache_size = -${cacheSizeKb}`);
       if (vfs !== 'memory') {
         reader = await db.openReader();

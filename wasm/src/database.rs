@@ -18,7 +18,7 @@ use sqlite_wasm_rs::WasmOsCallback;
 use sqlite_wasm_vfs::sahpool::{self, OpfsSAHPoolCfgBuilder, OpfsSAHPoolUtil};
 use wasm_bindgen::prelude::*;
 
-use crate::{mirror, values, vfs_wrapper};
+use crate::{cipher, mirror, values, vfs_wrapper};
 
 /// Where a database lives.
 enum Storage {
@@ -36,14 +36,17 @@ pub struct Database {
     conn: Option<Connection>,
     name: String,
     storage: Storage,
-    /// The VFS the connection was opened on (the counting wrapper).
+    /// The VFS the connection was opened on (the counting wrapper, or
+    /// SQLite3MultipleCiphers' cipher VFS over it for an encrypted file).
     vfs: String,
+    /// The key of an encrypted file, for the readers it opens.
+    key: Option<String>,
     /// Open readers of the writer; a reader shares its writer's counter.
     readers: Rc<Cell<u32>>,
 }
 
 /// A JS `Error` named `SqliteError` with the extended result `code`.
-fn sqlite_error(err: &rusqlite::Error) -> JsValue {
+pub(crate) fn sqlite_error(err: &rusqlite::Error) -> JsValue {
     let error = js_sys::Error::new(&err.to_string());
     error.set_name("SqliteError");
     let code = match err {
@@ -57,7 +60,7 @@ fn sqlite_error(err: &rusqlite::Error) -> JsValue {
     error.into()
 }
 
-fn usage_error(message: &str) -> JsValue {
+pub(crate) fn usage_error(message: &str) -> JsValue {
     js_sys::Error::new(message).into()
 }
 
@@ -96,8 +99,15 @@ fn check_name(name: &str) -> Result<(), JsValue> {
 /// `opfs` or `idb`) and runs `powersync_init()`. For `idb` the JS layer
 /// loads the stored chunks with [`mirror_load_chunk`] and
 /// [`mirror_set_size`] first. `opfs` works in dedicated Workers only.
+///
+/// With `key`, the file is encrypted (SQLite3MultipleCiphers, its default
+/// cipher ChaCha20, as `@powersync/web`'s encrypted database): the
+/// connection goes through the cipher VFS over the counting wrapper, and
+/// the key is its first statement ([`cipher`]). A wrong key, no key for an
+/// encrypted file, or a key for a plain one fails here, naming the file,
+/// and changes nothing.
 #[wasm_bindgen(js_name = openDatabase)]
-pub async fn open_database(name: String, vfs: String) -> Result<Database, JsValue> {
+pub async fn open_database(name: String, vfs: String, key: Option<String>) -> Result<Database, JsValue> {
     check_name(&name)?;
     init()?;
     let (base_vfs, storage) = match vfs.as_str() {
@@ -118,14 +128,32 @@ pub async fn open_database(name: String, vfs: String) -> Result<Database, JsValu
         other => return Err(usage_error(&format!("unknown vfs {other:?}: use 'memory', 'opfs' or 'idb'"))),
     };
     let counted = vfs_wrapper::wrap(&base_vfs).map_err(|e| usage_error(&e))?;
+    let vfs = cipher::vfs_for(&counted, key.as_deref());
+    match connect(&name, &vfs, key.as_deref()) {
+        Ok(conn) => Ok(Database { conn: Some(conn), name, storage, vfs, key, readers: Rc::new(Cell::new(0)) }),
+        Err(e) => {
+            // A refused open (a wrong key, say) leaves the OPFS pool's
+            // access handles free for the next try, here or in another Worker.
+            if let Storage::Opfs(util) = &storage {
+                let _ = util.pause();
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The writer connection to `name` on `vfs`: unlocked with `key`, oplite
+/// initialised, its table-change hooks installed.
+fn connect(name: &str, vfs: &str, key: Option<&str>) -> Result<Connection, JsValue> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags_and_vfs(&name, flags, counted.as_str()).map_err(|e| sqlite_error(&e))?;
+    let conn = Connection::open_with_flags_and_vfs(name, flags, vfs).map_err(|e| sqlite_error(&e))?;
     no_busy_wait(&conn)?;
+    cipher::unlock(&conn, name, key)?;
     // Table-change notification: oplite's own update/commit/rollback hooks,
     // read back with powersync_update_hooks('get') (PROTOCOL.md §5).
     conn.execute_batch("BEGIN; SELECT powersync_init(); COMMIT; SELECT powersync_update_hooks('install');")
         .map_err(|e| sqlite_error(&e))?;
-    Ok(Database { conn: Some(conn), name, storage, vfs: counted, readers: Rc::new(Cell::new(0)) })
+    Ok(conn)
 }
 
 /// Turns off rusqlite's default 5 s busy timeout. Every connection of this
@@ -233,6 +261,7 @@ impl Database {
         let conn = Connection::open_with_flags_and_vfs(&self.name, flags, self.vfs.as_str())
             .map_err(|e| sqlite_error(&e))?;
         no_busy_wait(&conn)?;
+        cipher::unlock(&conn, &self.name, self.key.as_deref())?;
         conn.execute_batch("PRAGMA query_only = 1").map_err(|e| sqlite_error(&e))?;
         self.readers.set(self.readers.get() + 1);
         Ok(Database {
@@ -240,6 +269,7 @@ impl Database {
             name: self.name.clone(),
             storage: Storage::Reader,
             vfs: self.vfs.clone(),
+            key: self.key.clone(),
             readers: self.readers.clone(),
         })
     }

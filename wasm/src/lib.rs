@@ -33,6 +33,8 @@
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
 mod alloc;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+pub mod cipher;
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod database;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod io_time;

@@ -2,13 +2,15 @@
 // the demo page's worker syncs generated streams into OPFS and IndexedDB,
 // the page reloads and the rows are still there; a second tab cannot open a
 // database the first has open (clear error, or waits), and nothing breaks;
-// a reader from openReader() reads the committed state during a write.
+// a reader from openReader() reads the committed state during a write; an
+// encrypted database holds no plaintext and refuses a wrong or missing key.
 //
 //   node --test --test-concurrency=1 wasm/test/browser.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, call, attempt } from './browser.mjs';
 import { readerScenario } from './reader-scenario.mjs';
+import { storedNeedles } from './stored-bytes.mjs';
 
 const OPS = Number(process.env.OPLITE_BROWSER_OPS || 100_000);
 let browser;
@@ -221,3 +223,45 @@ test('the demo page shows progress and lists rows', { timeout: 60_000 }, async (
   await page.click('#close');
   await page.close();
 });
+
+for (const vfs of ['opfs', 'idb']) {
+  test(`${vfs}: an encrypted database holds no plaintext, refuses a wrong or missing key, and opens with its key`, { timeout: 120_000 }, async () => {
+    const page = await browser.newPage();
+    const marker = 'local-marker-5d1c9e0b';
+    // oplite's storage: its OPFS pool directory, or its IndexedDB chunks.
+    const where = (name) => (vfs === 'opfs' ? { opfs: ['oplite', name] } : { idb: `oplite:${name}`, store: 'chunks' });
+    const needles = ['thisismyrowid', marker, 'SQLite format 3'];
+    const fill = async (name, key) => {
+      await call(page, 'open', { name, vfs, key });
+      await call(page, 'sync', { ops: 2_000 });
+      await call(page, 'execute', { sql: "INSERT INTO ps_untyped(type, id, data) VALUES ('local', 'm', ?)", params: [marker] });
+      await call(page, 'close');
+      return page.evaluate(storedNeedles, { where: where(name), needles });
+    };
+    // The same search finds all three in a plain database: it can fail.
+    const plain = await fill(`plain-${vfs}`);
+    assert.deepEqual(plain.found, needles, JSON.stringify(plain));
+    const name = `encrypted-${vfs}`;
+    const encrypted = await fill(name, 'correct horse');
+    assert.ok(encrypted.files > 0);
+    assert.deepEqual(encrypted.found, [], JSON.stringify(encrypted));
+
+    const wrong = await attempt(page, 'open', { name, vfs, key: 'wrong' });
+    assert.equal(wrong.error?.code, 26, JSON.stringify(wrong));
+    assert.match(wrong.error.message, /the key is wrong/);
+    const missing = await attempt(page, 'open', { name, vfs });
+    assert.equal(missing.error?.code, 26, JSON.stringify(missing));
+    assert.match(missing.error.message, /the file is encrypted/);
+    const plainWithKey = await attempt(page, 'open', { name: `plain-${vfs}`, vfs, key: 'k' });
+    assert.equal(plainWithKey.error?.code, 26, JSON.stringify(plainWithKey));
+
+    await call(page, 'open', { name, vfs, key: 'correct horse' });
+    await checkRows(page, 2_000);
+    const [local] = await call(page, 'query', { sql: "SELECT data FROM ps_untyped WHERE type = 'local'" });
+    assert.equal(local.data, marker);
+    await call(page, 'close');
+    // Nothing the refused opens did reached the file.
+    assert.deepEqual((await page.evaluate(storedNeedles, { where: where(name), needles })).found, []);
+    await page.close();
+  });
+}

@@ -25,11 +25,11 @@ function progressOf(status) {
 }
 
 const methods = {
-  async open({ name = 'demo', vfs = 'opfs', onLocked = 'error', skipLockForTests = false }) {
+  async open({ name = 'demo', vfs = 'opfs', onLocked = 'error', skipLockForTests = false, key }) {
     if (db) await db.close();
     db = null;
     reader = null;
-    db = await open({ name, vfs, onLocked, skipLockForTests });
+    db = await open({ name, vfs, onLocked, skipLockForTests, key });
     db.onTablesChanged((tables) => postMessage({ type: 'tables', tables }));
     const { v } = await db.get('SELECT oplite_version() AS v');
     return { name, vfs, sqlite: sqliteVersion(), oplite: v };
