@@ -281,6 +281,12 @@ export async function launchBrowser({ dist }) {
       const out = {};
       try {
         const [a, b] = [await session.newPage(`sync 1 ${core} ${vfs}`), await session.newPage(`sync 2 ${core} ${vfs}`)];
+        if (end !== 'close') {
+          // Both tabs open first (tab 1 holds the database), so that tab 2
+          // connects at once and tab 1 ends while its apply runs.
+          await call(a, 'openOnly', config);
+          await call(b, 'openOnly', config);
+        }
         out.closedAt = await call(a, end === 'close' ? 'midDownload' : 'downloaded', config);
         out.secondConnected = await call(b, 'connectAndWait', config);
         if (end !== 'crash') {

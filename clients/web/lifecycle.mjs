@@ -7,6 +7,7 @@
 //
 //   sync({vfs, name})        connect, wait for the first sync, then queue
 //                            one local write the connector never uploads
+//   openOnly({vfs, name})    open the database and keep it for the next call
 //   downloaded({vfs, name})  connect; resolves once every op of the first
 //                            checkpoint has arrived and its apply is under way
 //   look({vfs, name})        open without connecting: what the database
@@ -51,6 +52,13 @@ async function contents(db) {
 
 // The database of this page's connectAndWait, for finish.
 let waiting = null;
+// The database openOnly opened, for the next call.
+let opened = null;
+const openedOr = async (config) => {
+  const db = opened ?? (await open(config));
+  opened = null;
+  return db;
+};
 
 window.lifecycle = {
   // multiTab: connect and resolve once part of the first checkpoint has
@@ -71,7 +79,7 @@ window.lifecycle = {
   // multiTab: connect while another tab syncs (the SDK's sync lock makes
   // this one wait); finish() then waits for its first sync.
   async connectAndWait(config) {
-    waiting = await open(config);
+    waiting = await openedOr(config);
     // Not awaited: connect() waits for the SDK's sync lock, which the
     // syncing tab holds.
     waiting.connect(connector, { retryDelayMs: 200 }).catch(() => {});
@@ -88,8 +96,14 @@ window.lifecycle = {
     await db.execute(LOCAL_TODO);
     return contents(db);
   },
+  // Opened ahead, so that a later call starts at once (a second tab must
+  // be ready before the first tab's apply ends).
+  async openOnly(config) {
+    opened = await open(config);
+    return 'opened';
+  },
   async downloaded(config) {
-    const db = await open(config);
+    const db = await openedOr(config);
     const arrived = new Promise((resolve) => {
       db.registerListener({
         statusChanged(status) {
@@ -100,9 +114,10 @@ window.lifecycle = {
     });
     await db.connect(connector, { retryDelayMs: 200 });
     const ops = await arrived;
-    // The apply of a 100k-row checkpoint takes over a second in steps:
-    // a little later it is under way.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // checkpoint_complete follows the last data line: 30 ms later the
+    // apply is under way (a 100k-row apply takes about 300 ms in oplite
+    // on a fast machine, over a second in the SDK's own database).
+    await new Promise((resolve) => setTimeout(resolve, 30));
     return { ops, synced: db.currentStatus.hasSynced ?? false };
   },
   async look(config) {

@@ -14,7 +14,7 @@
 use rusqlite::Connection;
 use wasm_bindgen::JsValue;
 
-use crate::database::{sqlite_error, usage_error};
+use crate::errors::{sqlite_error, usage_error};
 
 /// The VFS a connection to a file with `key` (or without one) opens on.
 pub fn vfs_for(vfs: &str, key: Option<&str>) -> String {

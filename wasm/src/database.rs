@@ -18,6 +18,7 @@ use sqlite_wasm_rs::WasmOsCallback;
 use sqlite_wasm_vfs::sahpool::{self, OpfsSAHPoolCfgBuilder, OpfsSAHPoolUtil};
 use wasm_bindgen::prelude::*;
 
+use crate::errors::{sqlite_error, usage_error};
 use crate::{cipher, mirror, values, vfs_wrapper};
 
 /// Where a database lives.
@@ -43,25 +44,6 @@ pub struct Database {
     key: Option<String>,
     /// Open readers of the writer; a reader shares its writer's counter.
     readers: Rc<Cell<u32>>,
-}
-
-/// A JS `Error` named `SqliteError` with the extended result `code`.
-pub(crate) fn sqlite_error(err: &rusqlite::Error) -> JsValue {
-    let error = js_sys::Error::new(&err.to_string());
-    error.set_name("SqliteError");
-    let code = match err {
-        rusqlite::Error::SqliteFailure(e, _) => Some(e.extended_code),
-        rusqlite::Error::SqlInputError { error, .. } => Some(error.extended_code),
-        _ => None,
-    };
-    if let Some(code) = code {
-        let _ = Reflect::set(&error, &"code".into(), &JsValue::from(code));
-    }
-    error.into()
-}
-
-pub(crate) fn usage_error(message: &str) -> JsValue {
-    js_sys::Error::new(message).into()
 }
 
 fn set(object: &Object, key: &str, value: JsValue) {

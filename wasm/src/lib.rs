@@ -37,6 +37,8 @@ pub mod cipher;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod database;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+mod errors;
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod io_time;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod mirror;
