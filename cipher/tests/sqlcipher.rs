@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use oplite_cipher::{give_key, loadable_path, open, plaintext_found, scratch, stored_bytes, LOCAL_MARKER, SQLITE_HEADER, SYNCED_MARKER};
+use oplite_cipher::{cipher_version, give_key, loadable_path, open, plaintext_found, scratch, stored_bytes, LOCAL_MARKER, SQLITE_HEADER, SYNCED_MARKER};
 use oplite_cli::local::{self, LocalWrite};
 use oplite_cli::{Error, StopWhen, SyncOptions, TokenSource};
 use oplite_test_data::recorded;
@@ -56,7 +56,7 @@ fn integrity(conn: &Connection) -> (String, Vec<String>) {
 #[test]
 fn the_build_is_sqlcipher() {
     let conn = Connection::open_in_memory().unwrap();
-    let version: String = conn.query_row("PRAGMA cipher_version", [], |r| r.get(0)).unwrap();
+    let version = cipher_version(&conn);
     assert!(!version.is_empty(), "PRAGMA cipher_version is empty: not a SQLCipher build");
     let sqlite: String = conn.query_row("SELECT sqlite_version()", [], |r| r.get(0)).unwrap();
     eprintln!("SQLCipher {version}, SQLite {sqlite}");

@@ -67,9 +67,10 @@ try {
           if (r.failed) throw new Error(`the ${core} run (${vfs}, ${rows} rows) failed while ${r.step}: ${r.failed}`);
           const p = r.afterFirstSync;
           if (p.partialCounts.length > 0) throw new Error(`the ${core} run (${vfs}, ${rows} rows): queries saw part of the checkpoint: ${p.partialCounts.slice(0, 5)}`);
+          const split = splitOf(p);
           samples[core].push({ sync: r.timings.initialSyncMs, wait: p.longestWaitMs, queries: p.queries, steps: p.applySteps, longestStep: p.longestStepMs,
-            ...splitOf(p), rss: r.rendererPeakRss });
-          console.error(`  split: ${JSON.stringify(splitOf(p))}, renderer peak RSS ${r.rendererPeakRss}; Worker: ${JSON.stringify(p.profile)}`);
+            ...split, rss: r.rendererPeakRss });
+          console.error(`  split: ${JSON.stringify(split)}, renderer peak RSS ${r.rendererPeakRss}; Worker: ${JSON.stringify(p.profile)}`);
           console.error(`${rows} rows, ${vfs}, ${core} run ${i + 1}: initial sync ${r.timings.initialSyncMs} ms, longest query wait ${p.longestWaitMs} ms (${p.queries} queries)` +
             (p.applySteps != null ? `; ${p.applySteps} apply steps, the longest ${p.longestStepMs} ms (${JSON.stringify(p.longestStep)}), cacheFlush ${p.longestFlushMs} ms, syncFile ${p.longestSyncMs} ms; the longest COMMIT ${p.longestCommitMs} ms, read ${p.longestReadMs} ms (${p.longestReadSql?.replace(/\s+/g, ' ').slice(0, 60)}); the longest wait began ${p.lastApply ? `${p.longestWaitFrom - p.lastApply.start} ms after the apply's first step (its last ended at ${p.lastApply.end - p.lastApply.start} ms), ` : ''}${p.stoppedAt - p.longestWaitFrom} ms before the first sync's end; SQLite's memory high-water ${(p.memoryHighwater / 1e6).toFixed(0)} MB, wasm memory ${(p.wasmMemoryBytes / 1e6).toFixed(0)} MB` : ''));
         }

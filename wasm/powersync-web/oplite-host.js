@@ -70,7 +70,7 @@ export function createHost(post) {
   let longestWrite = { ms: 0, sql: null };
   // The sync client's powersync_control calls: how many, and their time in
   // ms (storing lines, and applying checkpoints, stepped or not).
-  let control = { calls: 0, ms: 0 };
+  const control = { calls: 0, ms: 0 };
   // Every statement's time on the writer and on the reader, ms: with the
   // stepped applies, how busy this Worker was.
   const statementMs = { write: 0, read: 0 };
@@ -145,7 +145,8 @@ export function createHost(post) {
         await beforeControl(sql, params);
         return await write(sql, params);
       } finally {
-        control = { calls: control.calls + 1, ms: control.ms + performance.now() - started };
+        control.calls++;
+        control.ms += performance.now() - started;
       }
     },
     // One statement, many parameter sets: one message instead of one per set.

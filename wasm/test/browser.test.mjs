@@ -255,12 +255,14 @@ for (const vfs of ['opfs', 'idb']) {
     const plainWithKey = await attempt(page, 'open', { name: `plain-${vfs}`, vfs, key: 'k' });
     assert.equal(plainWithKey.error?.code, 26, JSON.stringify(plainWithKey));
 
+    // Nothing the refused opens did reached the file.
+    assert.equal((await page.evaluate(storedNeedles, { where: where(name), needles })).digest, encrypted.digest, 'a refused open changed the stored bytes');
+
     await call(page, 'open', { name, vfs, key: 'correct horse' });
     await checkRows(page, 2_000);
     const [local] = await call(page, 'query', { sql: "SELECT data FROM ps_untyped WHERE type = 'local'" });
     assert.equal(local.data, marker);
     await call(page, 'close');
-    // Nothing the refused opens did reached the file.
     assert.deepEqual((await page.evaluate(storedNeedles, { where: where(name), needles })).found, []);
     await page.close();
   });

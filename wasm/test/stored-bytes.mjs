@@ -7,16 +7,18 @@
 // where: {opfs: [directory, ...]} (every file below that OPFS directory),
 // {opfsFile: name} (one file at the OPFS root), or {idb: name, store,
 // field} (every value of an IndexedDB object store, or its `field`).
-// Resolves to {files, found}: how many files or values were read, and the
-// needles found in any of them.
+// Resolves to {files, found, digest}: how many files or values were read,
+// the needles found in any of them, and a SHA-256 of them all (in path or
+// key order), to tell whether anything was written.
 export async function storedNeedles({ where, needles }) {
   const chunks = [];
   const asBytes = (value) => new Uint8Array(value instanceof ArrayBuffer ? value : value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength));
   if (where.opfs || where.opfsFile) {
+    const files = [];
     const walk = async (dir) => {
       for await (const handle of dir.values()) {
         if (handle.kind === 'directory') await walk(handle);
-        else chunks.push(new Uint8Array(await (await handle.getFile()).arrayBuffer()));
+        else files.push([`${dir.name}/${handle.name}`, new Uint8Array(await (await handle.getFile()).arrayBuffer())]);
       }
     };
     let dir = await navigator.storage.getDirectory();
@@ -25,6 +27,8 @@ export async function storedNeedles({ where, needles }) {
     } else {
       for (const part of where.opfs) dir = await dir.getDirectoryHandle(part);
       await walk(dir);
+      files.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      chunks.push(...files.map(([, bytes]) => bytes));
     }
   } else {
     const request = (req) => new Promise((resolve, reject) => {
@@ -44,5 +48,8 @@ export async function storedNeedles({ where, needles }) {
     }
     return false;
   };
-  return { files: chunks.length, found: needles.filter((needle) => chunks.some((bytes) => has(bytes, needle))) };
+  const all = new Uint8Array(chunks.reduce((n, bytes) => n + bytes.length, 0));
+  chunks.reduce((at, bytes) => (all.set(bytes, at), at + bytes.length), 0);
+  const digest = [...new Uint8Array(await crypto.subtle.digest('SHA-256', all))].map((b) => b.toString(16).padStart(2, '0')).join('');
+  return { files: chunks.length, found: needles.filter((needle) => chunks.some((bytes) => has(bytes, needle))), digest };
 }
