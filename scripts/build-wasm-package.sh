@@ -22,7 +22,7 @@ fi
 wasm=target/wasm/wasm32-unknown-unknown/release/oplite_wasm.wasm
 rm -rf wasm/pkg
 wasm-bindgen --target web --out-dir wasm/pkg "$wasm"
-cp wasm/js/oplite.js wasm/js/oplite.d.ts wasm/js/apply-pacing.js wasm/pkg/
+cp wasm/js/{oplite.js,oplite.d.ts,apply-pacing.js,idb-store.js,storage.js} wasm/pkg/
 cat > wasm/pkg/package.json <<JSON
 {
   "name": "oplite-wasm",
@@ -31,14 +31,14 @@ cat > wasm/pkg/package.json <<JSON
   "type": "module",
   "main": "oplite.js",
   "types": "oplite.d.ts",
-  "files": ["oplite.js", "oplite.d.ts", "apply-pacing.js", "oplite_wasm.js", "oplite_wasm.d.ts", "oplite_wasm_bg.wasm", "oplite_wasm_bg.wasm.d.ts"],
+  "files": ["oplite.js", "oplite.d.ts", "apply-pacing.js", "idb-store.js", "storage.js", "oplite_wasm.js", "oplite_wasm.d.ts", "oplite_wasm_bg.wasm", "oplite_wasm_bg.wasm.d.ts"],
   "license": "Apache-2.0"
 }
 JSON
 rm -rf wasm/pkg-powersync-web
 mkdir -p wasm/pkg-powersync-web
-cp wasm/powersync-web/{index.js,index.d.ts,connection.js,tabs.js,slots.js,oplite-worker.js,oplite-host.js,package.json} wasm/pkg-powersync-web/
-cp wasm/pkg/{oplite.js,oplite.d.ts,apply-pacing.js,oplite_wasm.js,oplite_wasm.d.ts,oplite_wasm_bg.wasm,oplite_wasm_bg.wasm.d.ts} wasm/pkg-powersync-web/
+cp wasm/powersync-web/{index.js,index.d.ts,connection.js,tabs.js,slots.js,oplite-worker.js,oplite-host.js,adoption.js,sdk-storage.js,package.json} wasm/pkg-powersync-web/
+cp wasm/pkg/{oplite.js,oplite.d.ts,apply-pacing.js,idb-store.js,storage.js,oplite_wasm.js,oplite_wasm.d.ts,oplite_wasm_bg.wasm,oplite_wasm_bg.wasm.d.ts} wasm/pkg-powersync-web/
 # Both packages carry the workspace's version (scripts/package.sh names the
 # tarballs after it, and examples/web installs them by name).
 crate_version=$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)

@@ -316,6 +316,10 @@ export async function launchBrowser({ dist }) {
     encryptionChecks(config) {
       return inFreshProfile(`encryption ${config.core} ${config.vfs}`, (page) => page.evaluate((c) => window.encryptionChecks(c), config));
     },
+    /** adoption-page.mjs's adoptionChecks(config) in a fresh profile. */
+    adoptionChecks(config) {
+      return inFreshProfile(`adoption ${config.vfs}`, (page) => page.evaluate((c) => window.adoptionChecks(c), config));
+    },
     /** floor-page.mjs's storageFloor(config) in a fresh profile. */
     storageFloor(config) {
       return inFreshProfile(`floor ${config.vfs}`, (page) => page.evaluate((c) => window.storageFloor(c), config));

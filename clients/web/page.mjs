@@ -16,6 +16,7 @@ import { OpliteDBAdapter, OpliteOpenFactory } from '@oplite/powersync-web';
 import { runDropIn } from '../scenario/drop-in.mjs';
 import { COUNT_ROWS, probeQueries } from './probe.mjs';
 import './encryption-page.mjs';
+import './adoption-page.mjs';
 import './floor-page.mjs';
 import './lifecycle.mjs';
 import './shared-tab.mjs';

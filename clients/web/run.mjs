@@ -8,10 +8,11 @@
 // an encryptionKey beside the SDK's own encrypted database
 // (encryption-page.mjs);
 // and tabs sharing one database, both databases (tabs-checks.mjs).
-// --only tabs runs the tab checks alone.
+// --only tabs runs the tab checks alone, --only adoption the moves between
+// the SDK's own storage and oplite's (adoption-page.mjs).
 //
 //   OPLITE_TEST_SERVER=target/release/oplite-test-server node run.mjs \
-//     [--rows N] [--vfs opfs,idb] [--modes legacy,requests] [--cores bundled,oplite] [--scenario off] [--only tabs]
+//     [--rows N] [--vfs opfs,idb] [--modes legacy,requests] [--cores bundled,oplite] [--scenario off] [--only tabs|adoption]
 //
 // Needs wasm/pkg-powersync-web (scripts/build-wasm-package.sh) and Chromium
 // (OPLITE_CHROMIUM, default /usr/bin/chromium). Ends with `N passed, M failed`.
@@ -56,9 +57,39 @@ check('every powersync_control call in the installed @powersync packages is one 
 
 const page = await buildPage(work);
 const browser = await launchBrowser(page);
+// The SDK's own database writes and queues uploads; oplite adopts the file
+// (a wrong key first refused, changing nothing), writes, and hands it back;
+// the SDK's own reads everything back (adoption-page.mjs).
+async function adoptionCheck(browser, vfs, key) {
+  const got = await browser.adoptionChecks({ vfs, key });
+  console.log(`  adoption (${vfs}${key ? ', encrypted' : ''}): ${JSON.stringify(got)}`);
+  const clientId = got.sdkWrote?.clientId;
+  const holds = (notes, oplite) => ({ notes: [...notes].sort(), queued: notes, clientId, oplite });
+  const expected = {
+    sdkWrote: holds(['one', 'two'], false),
+    storedAfterSdk: ['sdk'],
+    ...(key ? { wrongKeyRefused: true, storedAfterWrongKey: ['sdk'] } : {}),
+    opliteRead: holds(['one', 'two', 'three'], true),
+    storedAfterAdoption: ['oplite'],
+    opliteReopened: holds(['one', 'two', 'three'], true),
+    returned: { changed: true, coreVersion: 14 },
+    storedAfterReturn: ['sdk'],
+    sdkReadBack: holds(['one', 'two', 'three', 'four'], false),
+  };
+  const failures = [];
+  if (typeof clientId !== 'string') failures.push('the SDK\'s own database gave no client id');
+  for (const [step, want] of Object.entries(expected)) {
+    if (!sameValue(got[step], want)) failures.push(`${step}: ${JSON.stringify(got[step])}, expected ${JSON.stringify(want)}`);
+  }
+  check(`${vfs}${key ? ', encrypted' : ''}: oplite adopts the database the SDK's own ${vfs === 'opfs' ? 'OPFSCoopSyncVFS' : 'IDBBatchAtomicVFS'} stored ` +
+    `(rows, queued uploads, client id${key ? '; a wrong key refused first, changing nothing' : ''}) and removes that copy; ` +
+    'returnToSdkDatabase hands it back and the SDK\'s own reads it all', failures);
+}
+
 try {
   const onlyTabs = opts.only === 'tabs';
-  for (const mode of opts.scenario === 'off' || onlyTabs ? [] : opts.modes.split(',')) {
+  const onlyAdoption = opts.only === 'adoption';
+  for (const mode of opts.scenario === 'off' || opts.only !== 'all' ? [] : opts.modes.split(',')) {
     for (const vfs of opts.vfs.split(',')) {
       const results = {};
       // On IndexedDB oplite also runs in the page, without a Worker (legacy mode).
@@ -100,7 +131,7 @@ try {
       }
     }
   }
-  if (opts.cores.includes('oplite') && !onlyTabs) {
+  if (opts.cores.includes('oplite') && !onlyTabs && !onlyAdoption) {
     const checks = opts.vfs.split(',').map((vfs) => ({ vfs })).concat(opts.vfs.includes('idb') ? [{ vfs: 'idb', inThread: true }] : []);
     for (const { vfs, inThread } of checks) {
       const bundled = await browser.adapterChecks({ core: 'bundled', vfs });
@@ -149,7 +180,12 @@ try {
       check(`${vfs}: a reload right after a sync keeps every row and the queued upload; a page closed while its first checkpoint was applied (closed ${when}) leaves a sound database that syncs on`, failures);
     }
   }
-  await tabChecks(browser, server, { vfsList: opts.vfs.split(','), cores: opts.cores.split(','), rows, check });
+  if (opts.cores.includes('oplite') && !onlyTabs) {
+    for (const vfs of opts.vfs.split(',')) {
+      for (const key of [undefined, 'correct horse']) await adoptionCheck(browser, vfs, key);
+    }
+  }
+  if (!onlyAdoption) await tabChecks(browser, server, { vfsList: opts.vfs.split(','), cores: opts.cores.split(','), rows, check });
 } finally {
   await browser.close();
   fs.rmSync(work, { recursive: true, force: true });

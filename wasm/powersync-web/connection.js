@@ -55,6 +55,37 @@ function inThreadHost(receive) {
   };
 }
 
+// The host of `dbFilename`'s connections: a Worker running oplite-worker.js
+// (`worker`: its URL, or a function returning it), or this thread's.
+function startHost({ dbFilename, worker, inThread }, receive) {
+  let host;
+  if (inThread) return inThreadHost(receive);
+  if (typeof worker === 'function') host = worker();
+  else host = new Worker(worker ?? new URL('./oplite-worker.js', import.meta.url), { type: 'module', name: `oplite ${dbFilename}` });
+  host.onmessage = ({ data }) => receive(data);
+  return host;
+}
+
+/**
+ * One call of a host of its own, which ends after it: for what runs with
+ * the database closed (index.js returnToSdkDatabase).
+ */
+export function callOwnHost(options, method, args) {
+  return new Promise((resolve, reject) => {
+    const host = startHost(options, ({ id, result, error }) => {
+      if (id !== 1) return;
+      host.terminate();
+      if (error != null) reject(toError(error));
+      else resolve(result);
+    });
+    host.onerror = (event) => {
+      host.terminate();
+      reject(new Error(`the oplite worker failed: ${event.message ?? 'unknown error'}`));
+    };
+    host.postMessage({ id: 1, method, args });
+  });
+}
+
 // The owner went before answering call e.callId of a write lock; `record`
 // is this tab's commit record as the next owner has it (tabs.js,
 // commitKey). The call's result if it committed; throws e if it did not.
@@ -148,10 +179,7 @@ class SharedConnection {
   // Starts the Worker and opens the database in it; with tabs ({channel,
   // keep}), the Worker serves the other tabs (tabs.js).
   async #open({ dbFilename, vfs, cacheSizeKb, worker, wasmUrl, inThread, key }, onLocked, tabs = null) {
-    if (inThread) this.#worker = inThreadHost((message) => this.#receive(message));
-    else if (typeof worker === 'function') this.#worker = worker();
-    else this.#worker = new Worker(worker ?? new URL('./oplite-worker.js', import.meta.url), { type: 'module', name: `oplite ${dbFilename}` });
-    this.#worker.onmessage = ({ data }) => this.#receive(data);
+    this.#worker = startHost({ dbFilename, worker, inThread }, (message) => this.#receive(message));
     this.#worker.onerror = (event) => this.#failAll(new Error(`the oplite worker failed: ${event.message ?? 'unknown error'}`));
     await this.#call('open', [{ name: dbFilename, vfs, onLocked, cacheSizeKb, wasm: inThread ? wasmUrl : undefined, tabs, key }]);
   }

@@ -24,6 +24,28 @@ export interface OpliteOpenOptions {
   encryptionKey?: string;
 }
 
+/** What oplite_uninstall() reports (docs/sql.md). */
+export interface UninstallReport {
+  changed: boolean;
+  core_version: number;
+  [field: string]: unknown;
+}
+
+/**
+ * The way back: moves the database oplite stores on `vfs` to the SDK's own
+ * storage (`sdkVfs`, default the same kind: its OPFSCoopSyncVFS file or its
+ * IDBBatchAtomicVFS database), rewritten for the PowerSync core. Close it
+ * in every tab first.
+ */
+export declare function returnToSdkDatabase(options: {
+  dbFilename: string;
+  vfs?: 'opfs' | 'idb';
+  sdkVfs?: 'opfs' | 'idb';
+  encryptionKey?: string;
+  worker?: string | URL | (() => Worker) | false;
+  wasmUrl?: string | URL;
+}): Promise<UninstallReport>;
+
 /** For PowerSyncDatabase's `factory` option. */
 export declare class OpliteOpenFactory implements SQLOpenFactory {
   constructor(options: OpliteOpenOptions);

@@ -22,7 +22,25 @@
 // its connections (connection.js). The SDK syncs in the tab
 // (TabLocalStreamingSyncImplementation): the adapter has no shared worker.
 import { DBAdapter } from '@powersync/common';
-import { ReadResultContext, acquireConnection } from './connection.js';
+import { ReadResultContext, acquireConnection, callOwnHost } from './connection.js';
+
+/**
+ * The way back to the SDK's own database (docs/web-sdk.md, "Moving between
+ * the SDK's own database and oplite"): the database `dbFilename` that
+ * oplite stores on `vfs` ('opfs' or 'idb') is rewritten in the PowerSync
+ * core's layout (oplite_uninstall(), whose report this resolves to) and
+ * moved to the SDK's own storage: its OPFSCoopSyncVFS file for 'opfs', its
+ * IDBBatchAtomicVFS database for 'idb' (`sdkVfs` picks the other). Synced
+ * rows, queued uploads and the client id come along; oplite's copy is
+ * removed. The database must be closed in every tab first. encryptionKey,
+ * worker and wasmUrl are the adapter's options.
+ */
+export function returnToSdkDatabase({ dbFilename, vfs = 'opfs', sdkVfs = vfs, encryptionKey, worker, wasmUrl } = {}) {
+  if (typeof dbFilename !== 'string') return Promise.reject(new TypeError('returnToSdkDatabase: dbFilename must be a string'));
+  const inThread = worker === false || (worker == null && typeof Worker === 'undefined');
+  const options = { name: dbFilename, vfs, key: encryptionKey || undefined, kind: sdkVfs, wasm: inThread ? wasmUrl : undefined };
+  return callOwnHost({ dbFilename, worker, inThread }, 'returnToSdk', [options]);
+}
 
 /** Opens an OpliteDBAdapter when the SDK asks (PowerSyncDatabase's `factory` option). */
 export class OpliteOpenFactory {

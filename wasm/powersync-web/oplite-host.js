@@ -20,6 +20,7 @@
 // TEMP table or view of the writer (the reader cannot see it) runs on the
 // writer, in a write lock of its own.
 import { open } from './oplite.js';
+import { adoptSdkDatabase, returnToSdk } from './adoption.js';
 import { Slots } from './slots.js';
 import { TabServer } from './tabs.js';
 
@@ -238,7 +239,9 @@ export function createHost(post) {
   const methods = {
     // tabs: with multiTab, {channel, keep} (tabs.js): this host serves the other tabs.
     async open({ name, vfs, onLocked, cacheSizeKb, wasm, tabs, key }) {
-      db = await open({ name, vfs, onLocked, wasm, key });
+      // A database the SDK's own stored under this name is taken over
+      // (adoption.js).
+      db = await open({ name, vfs, onLocked, wasm, key, prepare: () => adoptSdkDatabase({ name, vfs, key }) });
       await db.execute(`PRAGMA cache_size = -${cacheSizeKb}`);
       if (vfs !== 'memory') {
         reader = await db.openReader();
@@ -273,6 +276,11 @@ export function createHost(post) {
     read(sql, params) {
       opened();
       return slots.run(true, (key) => call(key, 'readRaw', [sql, params]));
+    },
+    // The way back (adoption.js): nothing may be open in this host.
+    async returnToSdk(options) {
+      if (db != null) throw new Error('returnToSdk: this host has the database open; close it first');
+      return returnToSdk(options);
     },
     // Other tabs' locks end (a transaction one of them left open goes with
     // the connection); those of this page's adapters it waits for.

@@ -51,7 +51,7 @@ fn set(object: &Object, key: &str, value: JsValue) {
 }
 
 /// One-time set-up: oplite on every connection, the IndexedDB VFS.
-fn init() -> Result<(), JsValue> {
+pub(crate) fn init() -> Result<(), JsValue> {
     thread_local!(static DONE: RefCell<bool> = const { RefCell::new(false) });
     if DONE.with(|d| *d.borrow()) {
         return Ok(());
@@ -63,7 +63,7 @@ fn init() -> Result<(), JsValue> {
 }
 
 /// Checks a database name: it names OPFS directories and IndexedDB stores.
-fn check_name(name: &str) -> Result<(), JsValue> {
+pub(crate) fn check_name(name: &str) -> Result<(), JsValue> {
     let ok = !name.is_empty()
         && name.len() <= 128
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
@@ -96,15 +96,7 @@ pub async fn open_database(name: String, vfs: String, key: Option<String>) -> Re
         "memory" => ("memvfs".to_owned(), Storage::Memory),
         "idb" => (mirror::VFS_NAME.to_owned(), Storage::Idb(mirror::file(&name))),
         "opfs" => {
-            let vfs_name = format!("oplite-opfs-{name}");
-            let config =
-                OpfsSAHPoolCfgBuilder::new().vfs_name(&vfs_name).directory(&format!("oplite/{name}")).build();
-            let util = sahpool::install::<WasmOsCallback>(&config, false).await.map_err(|e| {
-                usage_error(&format!("cannot open OPFS storage for {name:?} (dedicated Worker only): {e}"))
-            })?;
-            if util.is_paused() {
-                util.resume().await.map_err(|e| usage_error(&format!("cannot reopen OPFS storage for {name:?}: {e}")))?;
-            }
+            let (vfs_name, util) = opfs_pool(&name).await?;
             (vfs_name, Storage::Opfs(util))
         }
         other => return Err(usage_error(&format!("unknown vfs {other:?}: use 'memory', 'opfs' or 'idb'"))),
@@ -112,7 +104,12 @@ pub async fn open_database(name: String, vfs: String, key: Option<String>) -> Re
     let counted = vfs_wrapper::wrap(&base_vfs).map_err(|e| usage_error(&e))?;
     let vfs = cipher::vfs_for(&counted, key.as_deref());
     match connect(&name, &vfs, key.as_deref()) {
-        Ok(conn) => Ok(Database { conn: Some(conn), name, storage, vfs, key, readers: Rc::new(Cell::new(0)) }),
+        Ok(conn) => {
+            if matches!(storage, Storage::Opfs(_)) {
+                OPEN_OPFS.with(|open| open.borrow_mut().insert(name.clone()));
+            }
+            Ok(Database { conn: Some(conn), name, storage, vfs, key, readers: Rc::new(Cell::new(0)) })
+        }
         Err(e) => {
             // A refused open (a wrong key, say) leaves the OPFS pool's
             // access handles free for the next try, here or in another Worker.
@@ -122,6 +119,32 @@ pub async fn open_database(name: String, vfs: String, key: Option<String>) -> Re
             Err(e)
         }
     }
+}
+
+thread_local! {
+    /// The OPFS databases open in this module, which [`crate::transfer`]
+    /// must not touch.
+    static OPEN_OPFS: RefCell<std::collections::HashSet<String>> = RefCell::new(Default::default());
+}
+
+/// Whether the OPFS database `name` is open in this module.
+pub(crate) fn opfs_is_open(name: &str) -> bool {
+    OPEN_OPFS.with(|open| open.borrow().contains(name))
+}
+
+/// The OPFS pool of database `name` (the directory `oplite/<name>`),
+/// installed as the VFS `oplite-opfs-<name>` and active: its VFS name and
+/// its handle.
+pub(crate) async fn opfs_pool(name: &str) -> Result<(String, OpfsSAHPoolUtil), JsValue> {
+    let vfs_name = format!("oplite-opfs-{name}");
+    let config = OpfsSAHPoolCfgBuilder::new().vfs_name(&vfs_name).directory(&format!("oplite/{name}")).build();
+    let util = sahpool::install::<WasmOsCallback>(&config, false)
+        .await
+        .map_err(|e| usage_error(&format!("cannot open OPFS storage for {name:?} (dedicated Worker only): {e}")))?;
+    if util.is_paused() {
+        util.resume().await.map_err(|e| usage_error(&format!("cannot reopen OPFS storage for {name:?}: {e}")))?;
+    }
+    Ok((vfs_name, util))
 }
 
 /// The writer connection to `name` on `vfs`: unlocked with `key`, oplite
@@ -532,6 +555,7 @@ impl Database {
                 }
             }
             Storage::Opfs(util) => {
+                OPEN_OPFS.with(|open| open.borrow_mut().remove(&self.name));
                 util.pause().map_err(|e| usage_error(&format!("releasing the OPFS storage of {:?}: {e}", self.name)))?;
             }
             Storage::Idb(_) | Storage::Reader => {}

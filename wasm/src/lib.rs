@@ -44,6 +44,8 @@ pub mod io_time;
 pub mod mirror;
 pub mod snapshot;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+pub mod transfer;
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod values;
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
 pub mod vfs_wrapper;

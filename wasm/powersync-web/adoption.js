@@ -1,0 +1,110 @@
+// Moving a database between @powersync/web's own storage and oplite's
+// (docs/web-sdk.md, "Moving between the SDK's own database and oplite").
+//
+// Adoption: when oplite opens a database it has never stored and the SDK's
+// own database holds one of that name (on the same storage first, then on
+// the other), oplite takes the file over: synced rows, the upload queue and
+// the client id come along, and powersync_init brings the schema to
+// oplite's as it does natively. The SDK's copy is removed once oplite's
+// open succeeded, so the data lives in one place; a refused open (a wrong
+// key) leaves it as it was.
+//
+// The way back (returnToSdk): oplite_uninstall() rewrites the file in the
+// reference core's layout, the file goes to the SDK's storage, and
+// oplite's storage is removed.
+//
+// A mark beside oplite's copy (storage.js) says how far a move got, so a
+// crash at any point is finished or undone at the next open:
+//   adopting:<kind>  oplite's copy is not confirmed yet: dropped, and the
+//                    adoption done again from the SDK's copy (still there);
+//   adopted:<kind>   oplite's copy is the database: the SDK's is removed;
+//   returning:<kind> the way back did not end: oplite's copy is still the
+//                    database, and the SDK's, perhaps partly written, goes.
+import { acquireLock, load, open } from './oplite.js';
+import { exportDatabase, getMark, hasDatabase, importDatabase, removeDatabase, rollBackJournal, setMark } from './storage.js';
+import { readSdkDatabase, removeSdkDatabase, writeSdkDatabase } from './sdk-storage.js';
+
+// The SDK's storages a database for oplite's `vfs` is looked for in, in order.
+function sourcesFor(vfs) {
+  const kinds = [vfs];
+  if (vfs === 'idb' && typeof navigator.storage?.getDirectory === 'function') kinds.push('opfs');
+  if (vfs === 'opfs') kinds.push('idb');
+  return kinds;
+}
+
+// Finishes or undoes a move that a mark says was cut short.
+async function recover(name, vfs) {
+  const mark = await getMark(name, vfs);
+  if (mark == null) return;
+  const [state, kind] = mark.split(':');
+  if (state === 'adopting') {
+    if (await readSdkDatabase(name, kind)) await removeDatabase(name, vfs);
+  } else if (state === 'adopted' || state === 'returning') {
+    await removeSdkDatabase(name, kind);
+  }
+  await setMark(name, vfs, null);
+}
+
+/**
+ * open()'s prepare for `name` on `vfs` ('opfs' or 'idb'), under oplite's
+ * lock: adopts the SDK's own database if oplite has none. Resolves to
+ * what open() tells whether it succeeded, or null.
+ */
+export async function adoptSdkDatabase({ name, vfs, key }) {
+  if (vfs === 'memory') return null;
+  await recover(name, vfs);
+  if (await hasDatabase(name, vfs)) return null;
+  for (const kind of sourcesFor(vfs)) {
+    const image = await readSdkDatabase(name, kind);
+    if (image == null) continue;
+    await setMark(name, vfs, `adopting:${kind}`);
+    const bytes = image.journal == null ? image.main : rollBackJournal(image.main, image.journal, key);
+    await importDatabase(name, vfs, bytes);
+    return async (opened) => {
+      if (!opened) {
+        // Refused (a wrong key, say): as if nothing had happened.
+        await removeDatabase(name, vfs, { everything: true });
+        return;
+      }
+      await setMark(name, vfs, `adopted:${kind}`);
+      try {
+        await removeSdkDatabase(name, kind);
+        await setMark(name, vfs, null);
+      } catch (e) {
+        // The next open removes it.
+        console.warn(`oplite: adopted ${JSON.stringify(name)} from the SDK's ${kind} storage, but removing that copy failed: ${e?.message ?? e}`);
+      }
+    };
+  }
+  return null;
+}
+
+/**
+ * The way back: the database `name` on oplite's `vfs`, rewritten for the
+ * PowerSync core, moves to the SDK's own storage `kind` (by default the
+ * same). The database must be closed in every tab. Resolves to
+ * oplite_uninstall()'s report.
+ */
+export async function returnToSdk({ name, vfs, key, kind = vfs, wasm }) {
+  if (vfs !== 'opfs' && vfs !== 'idb') throw new TypeError(`returnToSdk: vfs must be 'opfs' or 'idb', not ${JSON.stringify(vfs)}`);
+  if (kind !== 'opfs' && kind !== 'idb') throw new TypeError(`returnToSdk: kind must be 'opfs' or 'idb', not ${JSON.stringify(kind)}`);
+  await load(wasm);
+  const release = await acquireLock(name, vfs, 'error');
+  try {
+    if (!(await hasDatabase(name, vfs))) throw new Error(`returnToSdk: oplite's ${vfs} storage holds no database ${JSON.stringify(name)}`);
+    const db = await open({ name, vfs, key, wasm, lockHeld: true });
+    let report;
+    try {
+      const rows = await db.transaction((tx) => tx.query('SELECT oplite_uninstall() AS report'));
+      report = JSON.parse(rows[0].report);
+    } finally {
+      await db.close();
+    }
+    await setMark(name, vfs, `returning:${kind}`);
+    await writeSdkDatabase(name, kind, await exportDatabase(name, vfs));
+    await removeDatabase(name, vfs, { everything: true });
+    return report;
+  } finally {
+    release();
+  }
+}
