@@ -83,3 +83,62 @@ window.adoptionChecks = async ({ vfs, key }) => {
   result.sdkReadBack = await withDatabase(schema, sdkDatabase(vfs, key), write('four'));
   return result;
 };
+
+// A rollback journal as SQLite writes one (its file format): a header
+// (magic, record count, checksum seed, the file's size in pages before the
+// transaction, sector and page size) padded to a sector, then per page
+// its number, its bytes before the transaction, and a checksum of some of
+// them.
+function rollbackJournal(pages, originalPages, pageSize) {
+  const SECTOR = 512;
+  const seed = 0x5eed1234;
+  const journal = new Uint8Array(SECTOR + pages.length * (pageSize + 8));
+  const view = new DataView(journal.buffer);
+  journal.set([0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]);
+  [pages.length, seed, originalPages, SECTOR, pageSize].forEach((value, i) => view.setUint32(8 + 4 * i, value));
+  pages.forEach(({ number, bytes }, i) => {
+    const at = SECTOR + i * (pageSize + 8);
+    view.setUint32(at, number);
+    journal.set(bytes, at + 4);
+    let sum = seed;
+    for (let k = pageSize - 200; k > 0; k -= 200) sum = (sum + bytes[k]) >>> 0;
+    view.setUint32(at + 4 + pageSize, sum);
+  });
+  return journal;
+}
+
+async function writeOpfsFile(name, bytes) {
+  const root = await navigator.storage.getDirectory();
+  const writable = await (await root.getFileHandle(name, { create: true })).createWritable({ keepExistingData: false });
+  await writable.write(bytes);
+  await writable.close();
+}
+
+// The SDK's own database on OPFS writes rows; its file is then made what a
+// crash in the middle of a later transaction can leave: every page after
+// the first overwritten, two pages appended, and the hot journal that
+// holds the pages as they were. (Page 1 stays: an encrypted file's page 1
+// must be one the key decrypts, and a real crash leaves it old or new,
+// both sound.) oplite, adopting it, must roll the journal back.
+window.hotJournalCheck = async ({ key }) => {
+  const schema = new sdk.Schema({ notes: new sdk.Table({ body: sdk.column.text }) });
+  const written = await withDatabase(schema, sdkDatabase('opfs', key), async (db) => {
+    await db.execute('INSERT INTO notes (id, body) VALUES (uuid(), ?)', ['one']);
+    await db.execute('INSERT INTO notes (id, body) VALUES (uuid(), ?)', ['two']);
+    return contents(db);
+  });
+  const root = await navigator.storage.getDirectory();
+  const original = new Uint8Array(await (await (await root.getFileHandle(FILE)).getFile()).arrayBuffer());
+  const pageSize = 4096;
+  const count = original.length / pageSize;
+  const pages = Array.from({ length: count }, (_, i) => ({ number: i + 1, bytes: original.slice(i * pageSize, (i + 1) * pageSize) }));
+  const crashed = new Uint8Array(original.length + 2 * pageSize).fill(0xa5);
+  crashed.set(original.subarray(0, pageSize));
+  await writeOpfsFile(FILE, crashed);
+  await writeOpfsFile(`${FILE}-journal`, rollbackJournal(pages, count, pageSize));
+  const adopted = await withDatabase(schema, opliteDatabase('opfs', key), async (db) => ({
+    ...(await contents(db)),
+    integrity: (await db.get('PRAGMA integrity_check')).integrity_check,
+  }));
+  return { written, adopted, storedAfter: await storedIn('opfs') };
+};

@@ -241,7 +241,7 @@ export async function launchBrowser({ dist }) {
       const { child, url } = await startService(serverBinary, rows);
       this.server.setService(url);
       const session = await open();
-      const call = (page, fn, name) => page.evaluate(([f, c]) => window.lifecycle[f](c), [fn, { vfs, name }]);
+      const call = (page, fn, name, core = 'oplite') => page.evaluate(([f, c]) => window.lifecycle[f](c), [fn, { vfs, name, core }]);
       try {
         const out = {};
         const first = await session.newPage(`lifecycle ${vfs}`);
@@ -256,6 +256,13 @@ export async function launchBrowser({ dist }) {
         const next = await session.newPage(`lifecycle ${vfs}, after the close`);
         out.afterClose = await call(next, 'look', 'killed.db');
         out.resynced = await call(next, 'resync', 'killed.db');
+        // The SDK's own database syncs and queues a write, and its tab
+        // closes; oplite then adopts the file and syncs on.
+        const sdkTab = await session.newPage(`lifecycle ${vfs}, the SDK's own`);
+        out.sdkSynced = await call(sdkTab, 'sync', 'switch.db', 'bundled');
+        await sdkTab.close();
+        const switched = await session.newPage(`lifecycle ${vfs}, switched to oplite`);
+        out.switched = await call(switched, 'resync', 'switch.db');
         return out;
       } finally {
         await session.close();
@@ -319,6 +326,10 @@ export async function launchBrowser({ dist }) {
     /** adoption-page.mjs's adoptionChecks(config) in a fresh profile. */
     adoptionChecks(config) {
       return inFreshProfile(`adoption ${config.vfs}`, (page) => page.evaluate((c) => window.adoptionChecks(c), config));
+    },
+    /** adoption-page.mjs's hotJournalCheck(config) in a fresh profile. */
+    hotJournalCheck(config) {
+      return inFreshProfile('hot journal', (page) => page.evaluate((c) => window.hotJournalCheck(c), config));
     },
     /** floor-page.mjs's storageFloor(config) in a fresh profile. */
     storageFloor(config) {
