@@ -9,10 +9,11 @@
 // (encryption-page.mjs);
 // and tabs sharing one database, both databases (tabs-checks.mjs).
 // --only tabs runs the tab checks alone, --only adoption the moves between
-// the SDK's own storage and oplite's (adoption-page.mjs).
+// the SDK's own storage and oplite's (adoption-page.mjs), --only scenario
+// the drop-in scenario; --key K encrypts both databases in the scenario.
 //
 //   OPLITE_TEST_SERVER=target/release/oplite-test-server node run.mjs \
-//     [--rows N] [--vfs opfs,idb] [--modes legacy,requests] [--cores bundled,oplite] [--scenario off] [--only tabs|adoption]
+//     [--rows N] [--vfs opfs,idb] [--modes legacy,requests] [--cores bundled,oplite] [--scenario off] [--only tabs|adoption|scenario] [--key K]
 //
 // Needs wasm/pkg-powersync-web (scripts/build-wasm-package.sh) and Chromium
 // (OPLITE_CHROMIUM, default /usr/bin/chromium). Ends with `N passed, M failed`.
@@ -37,6 +38,9 @@ const { values: opts } = parseArgs({
     // off: all but the drop-in scenario.
     scenario: { type: 'string', default: 'on' },
     only: { type: 'string', default: 'all' },
+    // The drop-in scenario with both databases encrypted with this key.
+    key: { type: 'string' },
+    'encrypted-rows': { type: 'string', default: '20000' },
   },
 });
 const rows = Number(opts.rows);
@@ -55,8 +59,6 @@ const check = checks.check;
 // would silently stop being stepped after an SDK update.
 check('every powersync_control call in the installed @powersync packages is one the adapter recognises', sdkControlCalls().filter((sql) => !CONTROL_CALL.test(sql)));
 
-const page = await buildPage(work);
-const browser = await launchBrowser(page);
 // The SDK's own database writes and queues uploads; oplite adopts the file
 // (a wrong key first refused, changing nothing), writes, and hands it back;
 // the SDK's own reads everything back (adoption-page.mjs).
@@ -99,52 +101,67 @@ async function hotJournalCheck(browser, key) {
   check(`opfs${key ? ', encrypted' : ''}: the SDK's own file left by a crash mid-transaction, with its hot journal, is adopted as it was before that transaction`, failures);
 }
 
+// The drop-in scenario in `mode` on `vfs` with each database (encrypted
+// with `encryptionKey` if given), compared with the SDK's own.
+async function scenario(browser, { mode, vfs, rows, encryptionKey }) {
+  const results = {};
+  // On IndexedDB oplite also runs in the page, without a Worker (legacy mode).
+  const runs = opts.cores.split(',').map((core) => ({ core, key: core }));
+  if (vfs === 'idb' && mode === 'legacy' && opts.cores.includes('oplite')) runs.push({ core: 'oplite', key: 'inThread', inThread: true });
+  for (const { core, key, inThread } of runs) {
+    // Queries counting the synced rows run every 10 ms during the
+    // initial sync: each must see all of its checkpoint or none.
+    results[key] = await runInBrowser(browser, server, { core, vfs, inThread, mode, rows, raw: false, triggers: true, probeMs: 10, probeSql: 'count', encryptionKey });
+    const r = results[key];
+    r.key = key;
+    if (r.failed) console.error(`the ${key} run on ${vfs} failed while ${r.step}: ${r.failed}`);
+    else {
+      const p = r.afterFirstSync;
+      console.log(`${key} on ${vfs} (${mode}): initial sync ${r.timings.initialSyncMs} ms, whole run ${r.timings.totalMs} ms; ` +
+        `${p.queries} queries during it, the longest waited ${p.longestWaitMs} ms` + (p.applySteps != null ? `; ${p.applySteps} apply steps, the longest ${p.longestStepMs} ms (${JSON.stringify(p.longestStep)})` : '') +
+        (p.slowSteps?.length ? `; steps over 60 ms: ${JSON.stringify(p.slowSteps)}` : ''));
+    }
+  }
+  const label = `${mode} mode, ${vfs}${encryptionKey ? ', both databases encrypted' : ''}`;
+  if (Object.values(results).some((r) => r.failed)) {
+    check(`${label}: every run completed`, Object.values(results).filter((r) => r.failed).map((r) => `${r.key}: ${r.failed} (while ${r.step})`));
+    return;
+  }
+  const { bundled } = results;
+  for (const key of ['oplite', 'inThread'].filter((k) => results[k]).concat(results.oplite || results.inThread ? [] : [null])) {
+    const oplite = key && results[key];
+    const { failures, reference } = compareRuns({ bundled, oplite, rows, mode, raw: false, browserTiming: true });
+    if (oplite && !oplite.coreIsOplite) failures.push('the oplite run did not use oplite');
+    for (const r of [bundled, oplite].filter(Boolean)) {
+      const p = r.afterFirstSync;
+      if (p.partialCounts.length > 0) failures.push(`${r.key}: queries during the initial sync saw part of its checkpoint: ${p.partialCounts.slice(0, 5).join(', ')} of ${p.rows} rows`);
+      if (p.queries < 2) failures.push(`${r.key}: only ${p.queries} queries ran during the initial sync`);
+    }
+    if (oplite && rows >= 10000 && !(oplite.afterFirstSync.applySteps > 1)) failures.push(`${key} applied the initial sync in ${oplite.afterFirstSync.applySteps} steps`);
+    if (oplite && oplite.afterFirstSync.unsteppedControlCalls !== 0) failures.push(`${key}: ${oplite.afterFirstSync.unsteppedControlCalls} powersync_control calls the adapter did not recognise`);
+    const which = key === 'inThread' ? 'oplite in the page (no Worker)' : 'oplite';
+    check(oplite ? agreementSummary(`${label}, SDK database against ${which}`, reference, false) : `${label}: the SDK's own database alone`, failures);
+  }
+}
+
+const page = await buildPage(work);
+const browser = await launchBrowser(page);
 try {
   const onlyTabs = opts.only === 'tabs';
   const onlyAdoption = opts.only === 'adoption';
-  for (const mode of opts.scenario === 'off' || opts.only !== 'all' ? [] : opts.modes.split(',')) {
-    for (const vfs of opts.vfs.split(',')) {
-      const results = {};
-      // On IndexedDB oplite also runs in the page, without a Worker (legacy mode).
-      const runs = opts.cores.split(',').map((core) => ({ core, key: core }));
-      if (vfs === 'idb' && mode === 'legacy' && opts.cores.includes('oplite')) runs.push({ core: 'oplite', key: 'inThread', inThread: true });
-      for (const { core, key, inThread } of runs) {
-        // Queries counting the synced rows run every 10 ms during the
-        // initial sync: each must see all of its checkpoint or none.
-        results[key] = await runInBrowser(browser, server, { core, vfs, inThread, mode, rows, raw: false, triggers: true, probeMs: 10, probeSql: 'count' });
-        const r = results[key];
-        r.key = key;
-        if (r.failed) console.error(`the ${key} run on ${vfs} failed while ${r.step}: ${r.failed}`);
-        else {
-          const p = r.afterFirstSync;
-          console.log(`${key} on ${vfs} (${mode}): initial sync ${r.timings.initialSyncMs} ms, whole run ${r.timings.totalMs} ms; ` +
-            `${p.queries} queries during it, the longest waited ${p.longestWaitMs} ms` + (p.applySteps != null ? `; ${p.applySteps} apply steps, the longest ${p.longestStepMs} ms (${JSON.stringify(p.longestStep)})` : '') +
-            (p.slowSteps?.length ? `; steps over 60 ms: ${JSON.stringify(p.slowSteps)}` : ''));
-        }
-      }
-      const label = `${mode} mode, ${vfs}`;
-      if (Object.values(results).some((r) => r.failed)) {
-        check(`${label}: every run completed`, Object.values(results).filter((r) => r.failed).map((r) => `${r.key}: ${r.failed} (while ${r.step})`));
-        continue;
-      }
-      const { bundled } = results;
-      for (const key of ['oplite', 'inThread'].filter((k) => results[k]).concat(results.oplite || results.inThread ? [] : [null])) {
-        const oplite = key && results[key];
-        const { failures, reference } = compareRuns({ bundled, oplite, rows, mode, raw: false, browserTiming: true });
-        if (oplite && !oplite.coreIsOplite) failures.push('the oplite run did not use oplite');
-        for (const r of [bundled, oplite].filter(Boolean)) {
-          const p = r.afterFirstSync;
-          if (p.partialCounts.length > 0) failures.push(`${r.key}: queries during the initial sync saw part of its checkpoint: ${p.partialCounts.slice(0, 5).join(', ')} of ${p.rows} rows`);
-          if (p.queries < 2) failures.push(`${r.key}: only ${p.queries} queries ran during the initial sync`);
-        }
-        if (oplite && rows >= 10000 && !(oplite.afterFirstSync.applySteps > 1)) failures.push(`${key} applied the initial sync in ${oplite.afterFirstSync.applySteps} steps`);
-        if (oplite && oplite.afterFirstSync.unsteppedControlCalls !== 0) failures.push(`${key}: ${oplite.afterFirstSync.unsteppedControlCalls} powersync_control calls the adapter did not recognise`);
-        const which = key === 'inThread' ? 'oplite in the page (no Worker)' : 'oplite';
-        check(oplite ? agreementSummary(`${label}, SDK database against ${which}`, reference, false) : `${label}: the SDK's own database alone`, failures);
-      }
+  const onlyScenario = opts.only === 'scenario';
+  const scenarioRuns = opts.scenario !== 'off' && (opts.only === 'all' || opts.only === 'scenario');
+  if (scenarioRuns) {
+    for (const mode of opts.modes.split(',')) {
+      for (const vfs of opts.vfs.split(',')) await scenario(browser, { mode, vfs, rows, encryptionKey: opts.key });
+    }
+    // Both databases encrypted, in a smaller run (--encrypted-rows 0: none).
+    const encryptedRows = Math.min(rows, Number(opts['encrypted-rows']));
+    if (opts.key == null && encryptedRows > 0) {
+      for (const vfs of opts.vfs.split(',')) await scenario(browser, { mode: 'legacy', vfs, rows: encryptedRows, encryptionKey: 'correct horse' });
     }
   }
-  if (opts.cores.includes('oplite') && !onlyTabs && !onlyAdoption) {
+  if (opts.cores.includes('oplite') && !onlyTabs && !onlyAdoption && !onlyScenario) {
     const checks = opts.vfs.split(',').map((vfs) => ({ vfs })).concat(opts.vfs.includes('idb') ? [{ vfs: 'idb', inThread: true }] : []);
     for (const { vfs, inThread } of checks) {
       const bundled = await browser.adapterChecks({ core: 'bundled', vfs });
@@ -196,7 +213,7 @@ try {
         'a database the SDK\'s own synced, with a queued upload, is adopted by oplite, which syncs on', failures);
     }
   }
-  if (opts.cores.includes('oplite') && !onlyTabs) {
+  if (opts.cores.includes('oplite') && !onlyTabs && !onlyScenario) {
     for (const vfs of opts.vfs.split(',')) {
       for (const key of [undefined, 'correct horse']) await adoptionCheck(browser, vfs, key);
     }
@@ -205,7 +222,7 @@ try {
     // an encrypted hot journal without the plaintext pages.
     if (opts.vfs.includes('opfs')) await hotJournalCheck(browser);
   }
-  if (!onlyAdoption) await tabChecks(browser, server, { vfsList: opts.vfs.split(','), cores: opts.cores.split(','), rows, check });
+  if (!onlyAdoption && !onlyScenario) await tabChecks(browser, server, { vfsList: opts.vfs.split(','), cores: opts.cores.split(','), rows, check });
 } finally {
   await browser.close();
   fs.rmSync(work, { recursive: true, force: true });
