@@ -69,6 +69,17 @@ window.adoptionChecks = async ({ vfs, key }) => {
     return write('two')(db);
   });
   result.storedAfterSdk = await storedIn(vfs);
+  if (vfs === 'opfs') {
+    // While the SDK's own database is open (its Web Lock held), oplite
+    // refuses to take the file over, and changes nothing.
+    const open = new sdk.PowerSyncDatabase({ schema, ...sdkDatabase(vfs, key) });
+    await open.init();
+    const whileOpen = await withDatabase(schema, opliteDatabase(vfs, key), contents);
+    result.refusedWhileSdkOpen = /is open in another tab/.test(whileOpen.refused ?? '');
+    result.sdkStillReads = (await contents(open)).notes;
+    await open.close();
+    result.storedAfterRefusal = await storedIn(vfs);
+  }
   if (key) {
     const wrong = await withDatabase(schema, opliteDatabase(vfs, `${key}-wrong`), contents);
     result.wrongKeyRefused = wrong.refused != null;
@@ -141,4 +152,32 @@ window.hotJournalCheck = async ({ key }) => {
     integrity: (await db.get('PRAGMA integrity_check')).integrity_check,
   }));
   return { written, adopted, storedAfter: await storedIn('opfs') };
+};
+
+// A way back cut short while it wrote the SDK's copy (IndexedDB, oplite in
+// the page): oplite's storage is marked 'returning', and the SDK's storage
+// holds a torn file. oplite's next open keeps its own copy, whole, and
+// removes the torn one.
+window.interruptedReturnCheck = async () => {
+  const schema = new sdk.Schema({ notes: new sdk.Table({ body: sdk.column.text }) });
+  const inPage = () => ({ factory: new OpliteOpenFactory({ dbFilename: FILE, vfs: 'idb', multiTab: false, worker: false, wasmUrl: '/oplite/oplite_wasm_bg.wasm' }) });
+  await withDatabase(schema, sdkDatabase('idb'), async (db) => {
+    await db.execute('INSERT INTO notes (id, body) VALUES (uuid(), ?)', ['one']);
+  });
+  const adopted = await withDatabase(schema, inPage(), async (db) => {
+    await db.execute('INSERT INTO notes (id, body) VALUES (uuid(), ?)', ['two']);
+    return contents(db);
+  });
+  // Served from the package, not bundled (a variable keeps esbuild out).
+  const served = (file) => import(`${location.origin}/oplite/${file}`);
+  const storage = await served('storage.js');
+  const sdkStorage = await served('sdk-storage.js');
+  await storage.setMark(FILE, 'idb', 'returning:idb');
+  const torn = new Uint8Array(2 * 4096);
+  torn.set(new TextEncoder().encode('SQLite format 3\0'));
+  torn[16] = 0x10;
+  await sdkStorage.writeSdkDatabase(FILE, 'idb', torn);
+  const storedBefore = await storedIn('idb');
+  const reopened = await withDatabase(schema, inPage(), contents);
+  return { adopted, storedBefore, reopened, storedAfter: await storedIn('idb'), mark: await storage.getMark(FILE, 'idb') };
 };

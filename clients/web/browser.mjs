@@ -331,6 +331,10 @@ export async function launchBrowser({ dist }) {
     hotJournalCheck(config) {
       return inFreshProfile('hot journal', (page) => page.evaluate((c) => window.hotJournalCheck(c), config));
     },
+    /** adoption-page.mjs's interruptedReturnCheck() in a fresh profile. */
+    interruptedReturnCheck() {
+      return inFreshProfile('interrupted return', (page) => page.evaluate(() => window.interruptedReturnCheck()));
+    },
     /** floor-page.mjs's storageFloor(config) in a fresh profile. */
     storageFloor(config) {
       return inFreshProfile(`floor ${config.vfs}`, (page) => page.evaluate((c) => window.storageFloor(c), config));

@@ -70,6 +70,7 @@ async function adoptionCheck(browser, vfs, key) {
   const expected = {
     sdkWrote: holds(['one', 'two'], false),
     storedAfterSdk: ['sdk'],
+    ...(vfs === 'opfs' ? { refusedWhileSdkOpen: true, sdkStillReads: ['one', 'two'], storedAfterRefusal: ['sdk'] } : {}),
     ...(key ? { wrongKeyRefused: true, storedAfterWrongKey: ['sdk'] } : {}),
     opliteRead: holds(['one', 'two', 'three'], true),
     storedAfterAdoption: ['oplite'],
@@ -84,7 +85,7 @@ async function adoptionCheck(browser, vfs, key) {
     if (!sameValue(got[step], want)) failures.push(`${step}: ${JSON.stringify(got[step])}, expected ${JSON.stringify(want)}`);
   }
   check(`${vfs}${key ? ', encrypted' : ''}: oplite adopts the database the SDK's own ${vfs === 'opfs' ? 'OPFSCoopSyncVFS' : 'IDBBatchAtomicVFS'} stored ` +
-    `(rows, queued uploads, client id${key ? '; a wrong key refused first, changing nothing' : ''}) and removes that copy; ` +
+    `(rows, queued uploads, client id${key ? '; a wrong key refused first, changing nothing' : ''}${vfs === 'opfs' ? '; refused while the SDK\'s own has it open' : ''}) and removes that copy; ` +
     'returnToSdkDatabase hands it back and the SDK\'s own reads it all', failures);
 }
 
@@ -99,6 +100,19 @@ async function hotJournalCheck(browser, key) {
   if (!sameValue(got.adopted, want)) failures.push(`adopted: ${JSON.stringify(got.adopted)}, expected ${JSON.stringify(want)}`);
   if (!sameValue(got.storedAfter, ['oplite'])) failures.push(`stored after: ${JSON.stringify(got.storedAfter)}`);
   check(`opfs${key ? ', encrypted' : ''}: the SDK's own file left by a crash mid-transaction, with its hot journal, is adopted as it was before that transaction`, failures);
+}
+
+// A way back cut short while writing the SDK's copy: oplite keeps its own
+// (adoption-page.mjs).
+async function interruptedReturnCheck(browser) {
+  const got = await browser.interruptedReturnCheck();
+  console.log(`  interrupted return: ${JSON.stringify(got)}`);
+  const failures = [];
+  if (!sameValue(got.adopted?.notes, ['one', 'two']) || got.adopted?.oplite !== true) failures.push(`adopted: ${JSON.stringify(got.adopted)}`);
+  if (!sameValue(got.storedBefore, ['sdk', 'oplite'])) failures.push(`before the open: ${JSON.stringify(got.storedBefore)}`);
+  if (!sameValue(got.reopened, got.adopted)) failures.push(`reopened: ${JSON.stringify(got.reopened)}, expected ${JSON.stringify(got.adopted)}`);
+  if (!sameValue(got.storedAfter, ['oplite']) || got.mark !== null) failures.push(`after the open: stored ${JSON.stringify(got.storedAfter)}, mark ${JSON.stringify(got.mark)}`);
+  check("idb: a way back cut short while writing the SDK's copy: oplite's next open keeps its own copy whole and removes the torn one", failures);
 }
 
 // The drop-in scenario in `mode` on `vfs` with each database (encrypted
@@ -221,6 +235,7 @@ try {
     // in its VFS and checksums them in the clear, so a test cannot forge
     // an encrypted hot journal without the plaintext pages.
     if (opts.vfs.includes('opfs')) await hotJournalCheck(browser);
+    if (opts.vfs.includes('idb')) await interruptedReturnCheck(browser);
   }
   if (!onlyAdoption && !onlyScenario) await tabChecks(browser, server, { vfsList: opts.vfs.split(','), cores: opts.cores.split(','), rows, check });
 } finally {

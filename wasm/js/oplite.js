@@ -133,7 +133,11 @@ export async function open(options) {
       store.close();
       wasm.mirrorForget(name);
     }
-    await settle?.(false).catch(() => {});
+    try {
+      await settle?.(false);
+    } catch {
+      // What prepare undoes is its own to report.
+    }
     release();
     if (vfs === 'memory') openMemoryNames.delete(name);
     throw e;

@@ -5,15 +5,19 @@
 // encrypted file stays encrypted. Each call needs the database closed and
 // its cross-tab lock held (acquireLock in oplite.js, or open()'s prepare).
 //
-// A mark is a short text kept beside the file (an OPFS file
-// oplite/<name>.mark; the record 'mark' in the IndexedDB database), so a
-// move cut short by a crash can be recognised and finished at the next open.
+// A mark is a short text kept beside the file (on OPFS the file
+// oplite/.<name>.mark, a name no database can have; on IndexedDB the
+// record 'mark'), so a move cut short by a crash can be recognised and
+// finished at the next open.
 import * as wasm from './oplite_wasm.js';
 import { done, openIdb, request } from './idb-store.js';
 
 function checkVfs(vfs) {
   if (vfs !== 'opfs' && vfs !== 'idb') throw new TypeError(`storage: vfs must be 'opfs' or 'idb', not ${JSON.stringify(vfs)}`);
 }
+
+// Database names never start with a dot (database.rs check_name).
+const markFile = (name) => `.${name}.mark`;
 
 async function opliteDirectory() {
   const root = await navigator.storage.getDirectory();
@@ -99,7 +103,7 @@ export async function getMark(name, vfs) {
   if (vfs === 'idb') return inIdb(name, 'readonly', (_, meta) => request(meta.get('mark')).then((m) => m ?? null));
   const dir = await opliteDirectory();
   try {
-    return await (await (await dir.getFileHandle(`${name}.mark`)).getFile()).text();
+    return await (await (await dir.getFileHandle(markFile(name))).getFile()).text();
   } catch (e) {
     if (e?.name === 'NotFoundError') return null;
     throw e;
@@ -114,10 +118,10 @@ export async function setMark(name, vfs, mark) {
   }
   const dir = await opliteDirectory();
   if (mark == null) {
-    await dir.removeEntry(`${name}.mark`).catch((e) => { if (e?.name !== 'NotFoundError') throw e; });
+    await dir.removeEntry(markFile(name)).catch((e) => { if (e?.name !== 'NotFoundError') throw e; });
     return undefined;
   }
-  const writable = await (await dir.getFileHandle(`${name}.mark`, { create: true })).createWritable();
+  const writable = await (await dir.getFileHandle(markFile(name), { create: true })).createWritable();
   await writable.write(mark);
   return writable.close();
 }

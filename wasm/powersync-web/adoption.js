@@ -14,15 +14,20 @@
 // oplite's storage is removed.
 //
 // A mark beside oplite's copy (storage.js) says how far a move got, so a
-// crash at any point is finished or undone at the next open:
+// crash at any point is finished or undone at the next open, without ever
+// removing the last copy:
 //   adopting:<kind>  oplite's copy is not confirmed yet: dropped, and the
 //                    adoption done again from the SDK's copy (still there);
 //   adopted:<kind>   oplite's copy is the database: the SDK's is removed;
 //   returning:<kind> the way back did not end: oplite's copy is still the
-//                    database, and the SDK's, perhaps partly written, goes.
+//                    database, and the SDK's, perhaps partly written, goes;
+//   returned:<kind>  the SDK's copy is complete and is the database:
+//                    oplite's goes (and the open adopts the SDK's again).
+// Nothing is adopted while the SDK's own database is open in a tab (its
+// Web Locks say so): the open fails with a message instead.
 import { acquireLock, load, open } from './oplite.js';
 import { exportDatabase, getMark, hasDatabase, importDatabase, removeDatabase, rollBackJournal, setMark } from './storage.js';
-import { readSdkDatabase, removeSdkDatabase, writeSdkDatabase } from './sdk-storage.js';
+import { readSdkDatabase, removeSdkDatabase, sdkDatabaseInUse, writeSdkDatabase } from './sdk-storage.js';
 
 // The SDK's storages a database for oplite's `vfs` is looked for in, in order.
 function sourcesFor(vfs) {
@@ -37,12 +42,21 @@ async function recover(name, vfs) {
   const mark = await getMark(name, vfs);
   if (mark == null) return;
   const [state, kind] = mark.split(':');
+  const opliteHasIt = await hasDatabase(name, vfs);
   if (state === 'adopting') {
-    if (await readSdkDatabase(name, kind)) await removeDatabase(name, vfs);
+    if (opliteHasIt && (await readSdkDatabase(name, kind)) != null) await removeDatabase(name, vfs);
   } else if (state === 'adopted' || state === 'returning') {
-    await removeSdkDatabase(name, kind);
+    // Only while oplite's copy is there: the SDK's may be the last one.
+    if (opliteHasIt) await removeSdkDatabase(name, kind);
+  } else if (state === 'returned') {
+    await removeDatabase(name, vfs);
   }
   await setMark(name, vfs, null);
+}
+
+function refuseWhileInUse(name, holder) {
+  throw new Error(`the SDK's own database ${JSON.stringify(name)} is open in another tab (it holds the Web Lock ${JSON.stringify(holder)}): ` +
+    'close it there, then open the database with oplite, which takes the file over');
 }
 
 /**
@@ -54,9 +68,16 @@ export async function adoptSdkDatabase({ name, vfs, key }) {
   if (vfs === 'memory') return null;
   await recover(name, vfs);
   if (await hasDatabase(name, vfs)) return null;
+  // Before reading: reading asks an open OPFS database to let go of its file.
+  const holder = await sdkDatabaseInUse(name);
   for (const kind of sourcesFor(vfs)) {
     const image = await readSdkDatabase(name, kind);
     if (image == null) continue;
+    if (holder != null) {
+      // Nothing of oplite's is left behind: its storage holds no file yet.
+      await removeDatabase(name, vfs, { everything: true });
+      refuseWhileInUse(name, holder);
+    }
     await setMark(name, vfs, `adopting:${kind}`);
     const bytes = image.journal == null ? image.main : rollBackJournal(image.main, image.journal, key);
     await importDatabase(name, vfs, bytes);
@@ -66,8 +87,9 @@ export async function adoptSdkDatabase({ name, vfs, key }) {
         await removeDatabase(name, vfs, { everything: true });
         return;
       }
-      await setMark(name, vfs, `adopted:${kind}`);
+      // Never throws: the database is open and is oplite's now.
       try {
+        await setMark(name, vfs, `adopted:${kind}`);
         await removeSdkDatabase(name, kind);
         await setMark(name, vfs, null);
       } catch (e) {
@@ -91,6 +113,7 @@ export async function returnToSdk({ name, vfs, key, kind = vfs, wasm }) {
   await load(wasm);
   const release = await acquireLock(name, vfs, 'error');
   try {
+    await recover(name, vfs);
     if (!(await hasDatabase(name, vfs))) throw new Error(`returnToSdk: oplite's ${vfs} storage holds no database ${JSON.stringify(name)}`);
     const db = await open({ name, vfs, key, wasm, lockHeld: true });
     let report;
@@ -102,6 +125,7 @@ export async function returnToSdk({ name, vfs, key, kind = vfs, wasm }) {
     }
     await setMark(name, vfs, `returning:${kind}`);
     await writeSdkDatabase(name, kind, await exportDatabase(name, vfs));
+    await setMark(name, vfs, `returned:${kind}`);
     await removeDatabase(name, vfs, { everything: true });
     return report;
   } finally {

@@ -84,9 +84,12 @@ async function writeOpfs(name, bytes) {
 async function openSdkIdb(name, create) {
   const existing = (await indexedDB.databases()).find((d) => d.name === name);
   if (existing == null && !create) return null;
-  if (existing != null && existing.version !== IDB_VERSION) {
-    throw new Error(`the SDK's IndexedDB database ${JSON.stringify(name)} has version ${existing.version}, not ${IDB_VERSION}: ` +
+  if (existing != null && existing.version < IDB_VERSION) {
+    throw new Error(`the SDK's IndexedDB database ${JSON.stringify(name)} has version ${existing.version}, older than ${IDB_VERSION}: ` +
       'open it once with @powersync/web 1.11 or newer, which upgrades it, then with oplite');
+  }
+  if (existing != null && existing.version > IDB_VERSION) {
+    throw new Error(`the SDK's IndexedDB database ${JSON.stringify(name)} has version ${existing.version}, newer than the ${IDB_VERSION} this adapter reads`);
   }
   const req = indexedDB.open(name, IDB_VERSION);
   req.onupgradeneeded = () => {
@@ -182,11 +185,34 @@ export function writeSdkDatabase(name, kind, bytes) {
   return withSdkLock(name, kind, () => (kind === 'opfs' ? writeOpfs(name, bytes) : writeIdb(name, bytes)));
 }
 
-/** Removes the SDK's own database `name` on `kind`, if any. */
-export function removeSdkDatabase(name, kind) {
-  return withSdkLock(name, kind, async () => {
-    if (kind === 'opfs') return removeOpfs(name);
-    if ((await indexedDB.databases()).some((d) => d.name === name)) await request(indexedDB.deleteDatabase(name));
-    return undefined;
+/**
+ * Removes the SDK's own database `name` on `kind`, if any. On IndexedDB a
+ * connection still open elsewhere blocks that: it fails at once then (the
+ * deletion still happens once that connection closes), without holding
+ * the SDK's lock meanwhile, which would stall that connection.
+ */
+export async function removeSdkDatabase(name, kind) {
+  if (kind === 'opfs') return withSdkLock(name, kind, () => removeOpfs(name));
+  if (!(await indexedDB.databases()).some((d) => d.name === name)) return undefined;
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.deleteDatabase(name);
+    req.onsuccess = () => resolve();
+    req.onerror = () => reject(req.error);
+    req.onblocked = () => reject(new Error(`the SDK's own IndexedDB database ${JSON.stringify(name)} is open elsewhere; it is deleted once that closes`));
   });
+}
+
+/**
+ * The name of a Web Lock that shows the SDK's own database `name` open or
+ * in use in some tab, or null: its OPFS file's lock (held while open), a
+ * transaction's lock on its IndexedDB file, or its connection, sync and
+ * upload locks. An idle IndexedDB database that is not syncing holds none.
+ */
+export async function sdkDatabaseInUse(name) {
+  const path = pathOf(name);
+  const exact = new Set([`ahp:${path}`, `lock##IDB(${name}):${path}##access`, `db-lock-${name}`, `lock-${name}`,
+    `streaming-sync-sync-${name}`, `streaming-sync-crud-${name}`]);
+  const { held = [], pending = [] } = await navigator.locks.query();
+  const lock = [...held, ...pending].find((l) => exact.has(l.name) || l.name?.startsWith(`shared-connection-${name}-`));
+  return lock?.name ?? null;
 }

@@ -4,7 +4,7 @@
 //!
 //! An OPFS pool keeps each file behind a header of its own, so files move
 //! in and out through the pool here; the IndexedDB storage's chunks are
-//! plain records that the JS layer (`js/storage-transfer.js`) reads and
+//! plain records that the JS layer (`js/storage.js`) reads and
 //! writes itself. Bytes are copied as they are: an encrypted file stays
 //! encrypted, and only opening it checks its key. A transfer needs the
 //! database closed in this module, and leaves its pool released, so the
@@ -73,7 +73,8 @@ pub async fn opfs_remove_file(name: String) -> Result<(), JsValue> {
 #[wasm_bindgen(js_name = rollBackJournal)]
 pub fn roll_back_journal(main: Vec<u8>, journal: Vec<u8>, key: Option<String>) -> Result<Vec<u8>, JsValue> {
     init()?;
-    const NAME: &str = "oplite-rollback.db";
+    // Not a name check_name allows, so never a memory database of the app.
+    const NAME: &str = "/oplite/rollback.db";
     // SAFETY: memvfs is installed by SQLite's initialisation and used on
     // this thread only.
     let util = unsafe { MemVfsUtil::get() }.map_err(|e| usage_error(&format!("the memory storage: {e}")))?;
