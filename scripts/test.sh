@@ -69,7 +69,7 @@ web=(
   "packages 300 - bash scripts/install-packages.sh"
   "wasm-build 1100 OPLITE_SKIP_WASM bash scripts/build-wasm-package.sh"
   "web-tests 180 OPLITE_SKIP_WASM phase_wait build && bash scripts/test-wasm.sh"
-  "web-sdk 600 OPLITE_SKIP_WEB_SDK phase_wait build && bash scripts/test-web-sdk.sh"
+  "web-sdk 720 OPLITE_SKIP_WEB_SDK phase_wait build && bash scripts/test-web-sdk.sh"
   "examples 300 - phase_wait build && bash scripts/test-examples.sh --no-build"
 )
 [[ -z ${OPLITE_SKIP_WASM:-} ]] || export OPLITE_SKIP_WEB_SDK=1
