@@ -42,14 +42,19 @@ async function recover(name, vfs) {
   const mark = await getMark(name, vfs);
   if (mark == null) return;
   const [state, kind] = mark.split(':');
+  // A copy goes only while the other is there: it may be the last one.
   const opliteHasIt = await hasDatabase(name, vfs);
-  if (state === 'adopting') {
-    if (opliteHasIt && (await readSdkDatabase(name, kind)) != null) await removeDatabase(name, vfs);
-  } else if (state === 'adopted' || state === 'returning') {
-    // Only while oplite's copy is there: the SDK's may be the last one.
-    if (opliteHasIt) await removeSdkDatabase(name, kind);
-  } else if (state === 'returned') {
-    await removeDatabase(name, vfs);
+  const sdkHasIt = async () => (await readSdkDatabase(name, kind)) != null;
+  if (state === 'adopting' || state === 'returned') {
+    if (opliteHasIt && (await sdkHasIt())) await removeDatabase(name, vfs);
+  } else if ((state === 'adopted' || state === 'returning') && opliteHasIt) {
+    try {
+      await removeSdkDatabase(name, kind);
+    } catch (e) {
+      // Kept for the next open; this one goes on with oplite's copy.
+      console.warn(`oplite: removing the SDK's ${kind} copy of ${JSON.stringify(name)} failed: ${e?.message ?? e}`);
+      return;
+    }
   }
   await setMark(name, vfs, null);
 }
