@@ -257,12 +257,13 @@ export async function launchBrowser({ dist }) {
         out.afterClose = await call(next, 'look', 'killed.db');
         out.resynced = await call(next, 'resync', 'killed.db');
         // The SDK's own database syncs and queues a write, and its tab
-        // closes; oplite then adopts the file and syncs on.
+        // closes; oplite then adopts the file and syncs on (connect()
+        // called at once, before the database is open).
         const sdkTab = await session.newPage(`lifecycle ${vfs}, the SDK's own`);
         out.sdkSynced = await call(sdkTab, 'sync', 'switch.db', 'bundled');
         await sdkTab.close();
         const switched = await session.newPage(`lifecycle ${vfs}, switched to oplite`);
-        out.switched = await call(switched, 'resync', 'switch.db');
+        out.switched = await call(switched, 'connectAtOnce', 'switch.db');
         return out;
       } finally {
         await session.close();

@@ -13,6 +13,7 @@
 //   look({vfs, name})        open without connecting: what the database
 //                            holds; closes it
 //   resync({vfs, name})      connect and wait for the first sync
+//   connectAtOnce({vfs, name}) the same, connect() called before init()
 //   midDownload, connectAndWait, finish: with multiTab, a syncing tab
 //                            closed mid-download and a second tab that
 //                            takes over the database and the sync
@@ -127,6 +128,13 @@ window.lifecycle = {
     } finally {
       await db.close();
     }
+  },
+  // connect() at once, as apps do, without waiting for init() first.
+  async connectAtOnce({ vfs, name, core = 'oplite' }) {
+    const db = new sdk.PowerSyncDatabase({ schema: dropInSchema(sdk, false), ...databaseOptions({ core, vfs, dbFilename: name, multiTab: false }) });
+    await db.connect(connector, { retryDelayMs: 200 });
+    await db.waitForFirstSync();
+    return contents(db);
   },
   async resync(config) {
     const db = await open(config);

@@ -205,13 +205,14 @@ export async function removeSdkDatabase(name, kind) {
 /**
  * The name of a Web Lock that shows the SDK's own database `name` open or
  * in use in some tab, or null: its OPFS file's lock (held while open), a
- * transaction's lock on its IndexedDB file, or its connection, sync and
- * upload locks. An idle IndexedDB database that is not syncing holds none.
+ * transaction's lock on its IndexedDB file, its adapter's connection locks
+ * and its shared sync worker's. An idle IndexedDB database holds none.
+ * (PowerSyncDatabase's own locks, `lock-<name>` and `streaming-sync-*`,
+ * are taken over oplite's adapter too, so they say nothing.)
  */
 export async function sdkDatabaseInUse(name) {
   const path = pathOf(name);
-  const exact = new Set([`ahp:${path}`, `lock##IDB(${name}):${path}##access`, `db-lock-${name}`, `lock-${name}`,
-    `streaming-sync-sync-${name}`, `streaming-sync-crud-${name}`]);
+  const exact = new Set([`ahp:${path}`, `lock##IDB(${name}):${path}##access`, `db-lock-${name}`]);
   const { held = [], pending = [] } = await navigator.locks.query();
   const lock = [...held, ...pending].find((l) => exact.has(l.name) || l.name?.startsWith(`shared-connection-${name}-`));
   return lock?.name ?? null;
