@@ -7,19 +7,13 @@
 // back with returnToSdkDatabase; and opens it with the SDK's own again.
 // Each step reports what it read and where the file was stored.
 import * as sdk from '@powersync/web';
-import { OpliteOpenFactory, returnToSdkDatabase } from '@oplite/powersync-web';
+import { returnToSdkDatabase } from '@oplite/powersync-web';
+import { databaseOptions } from './databases.mjs';
 
 const FILE = 'adopted.db';
-const WORKER = '/oplite/oplite-worker.js';
-
-function sdkDatabase(vfs, key) {
-  const vfsName = vfs === 'opfs' ? sdk.WASQLiteVFS.OPFSCoopSyncVFS : sdk.WASQLiteVFS.IDBBatchAtomicVFS;
-  return { database: { dbFilename: FILE, vfs: vfsName, enableMultiTabs: false, encryptionKey: key } };
-}
-
-function opliteDatabase(vfs, key) {
-  return { factory: new OpliteOpenFactory({ dbFilename: FILE, vfs, multiTab: false, encryptionKey: key, worker: WORKER }) };
-}
+const sdkDatabase = (vfs, encryptionKey) => databaseOptions({ core: 'bundled', vfs, dbFilename: FILE, multiTab: false, encryptionKey });
+const opliteDatabase = (vfs, encryptionKey, inThread = false) =>
+  databaseOptions({ core: 'oplite', vfs, dbFilename: FILE, multiTab: false, encryptionKey, inThread });
 
 // Where the file is now: in the SDK's storage, in oplite's, or both.
 async function storedIn(vfs) {
@@ -88,7 +82,7 @@ window.adoptionChecks = async ({ vfs, key }) => {
   result.opliteRead = await withDatabase(schema, opliteDatabase(vfs, key), write('three'));
   result.storedAfterAdoption = await storedIn(vfs);
   result.opliteReopened = await withDatabase(schema, opliteDatabase(vfs, key), contents);
-  result.returned = await returnToSdkDatabase({ dbFilename: FILE, vfs, encryptionKey: key, worker: WORKER })
+  result.returned = await returnToSdkDatabase({ dbFilename: FILE, vfs, encryptionKey: key, worker: '/oplite/oplite-worker.js' })
     .then((report) => ({ changed: report.changed, coreVersion: report.core_version }), (e) => ({ failed: String(e?.message ?? e) }));
   result.storedAfterReturn = await storedIn(vfs);
   result.sdkReadBack = await withDatabase(schema, sdkDatabase(vfs, key), write('four'));
@@ -160,7 +154,7 @@ window.hotJournalCheck = async ({ key }) => {
 // removes the torn one.
 window.interruptedReturnCheck = async () => {
   const schema = new sdk.Schema({ notes: new sdk.Table({ body: sdk.column.text }) });
-  const inPage = () => ({ factory: new OpliteOpenFactory({ dbFilename: FILE, vfs: 'idb', multiTab: false, worker: false, wasmUrl: '/oplite/oplite_wasm_bg.wasm' }) });
+  const inPage = () => opliteDatabase('idb', undefined, true);
   await withDatabase(schema, sdkDatabase('idb'), async (db) => {
     await db.execute('INSERT INTO notes (id, body) VALUES (uuid(), ?)', ['one']);
   });

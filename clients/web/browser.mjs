@@ -108,6 +108,8 @@ export async function launchBrowser({ dist }) {
       await session.close();
     }
   };
+  // window[name](config) of the test page, in a fresh profile.
+  const inFreshPage = (label, name, config) => inFreshProfile(label, (page) => page.evaluate(([f, c]) => window[f](c), [name, config]));
   return {
     server,
     open,
@@ -318,27 +320,27 @@ export async function launchBrowser({ dist }) {
     },
     /** page.mjs's adapterChecks(config) in a fresh profile. */
     adapterChecks(config) {
-      return inFreshProfile(`checks ${config.core} ${config.vfs}`, (page) => page.evaluate((c) => window.adapterChecks(c), config));
+      return inFreshPage(`checks ${config.core} ${config.vfs}`, 'adapterChecks', config);
     },
     /** encryption-page.mjs's encryptionChecks(config) in a fresh profile. */
     encryptionChecks(config) {
-      return inFreshProfile(`encryption ${config.core} ${config.vfs}`, (page) => page.evaluate((c) => window.encryptionChecks(c), config));
+      return inFreshPage(`encryption ${config.core} ${config.vfs}`, 'encryptionChecks', config);
     },
     /** adoption-page.mjs's adoptionChecks(config) in a fresh profile. */
     adoptionChecks(config) {
-      return inFreshProfile(`adoption ${config.vfs}`, (page) => page.evaluate((c) => window.adoptionChecks(c), config));
+      return inFreshPage(`adoption ${config.vfs}`, 'adoptionChecks', config);
     },
     /** adoption-page.mjs's hotJournalCheck(config) in a fresh profile. */
     hotJournalCheck(config) {
-      return inFreshProfile('hot journal', (page) => page.evaluate((c) => window.hotJournalCheck(c), config));
+      return inFreshPage('hot journal', 'hotJournalCheck', config);
     },
     /** adoption-page.mjs's interruptedReturnCheck() in a fresh profile. */
     interruptedReturnCheck() {
-      return inFreshProfile('interrupted return', (page) => page.evaluate(() => window.interruptedReturnCheck()));
+      return inFreshPage('interrupted return', 'interruptedReturnCheck');
     },
     /** floor-page.mjs's storageFloor(config) in a fresh profile. */
     storageFloor(config) {
-      return inFreshProfile(`floor ${config.vfs}`, (page) => page.evaluate((c) => window.storageFloor(c), config));
+      return inFreshPage(`floor ${config.vfs}`, 'storageFloor', config);
     },
     async close() {
       await server.close();

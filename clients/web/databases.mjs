@@ -29,15 +29,19 @@ function withoutSharedSync(adapter) {
 /**
  * PowerSyncDatabase options for `core` on `vfs` ('opfs' or 'idb') and the
  * file `dbFilename`. `multiTab` (oplite) or `enableMultiTabs` (the SDK's)
- * is left to its default unless given. `worker`: oplite's database Worker script.
+ * is left to its default unless given. `worker`: oplite's database Worker
+ * script; `inThread`: oplite in the page instead, its .wasm served from
+ * /oplite/. `encryptionKey` encrypts 'oplite' and 'bundled'.
  */
-export function databaseOptions({ core = 'oplite', vfs, dbFilename, multiTab, worker = '/oplite/oplite-worker.js' }) {
+export function databaseOptions({ core = 'oplite', vfs, dbFilename, multiTab, worker = '/oplite/oplite-worker.js', inThread = false, encryptionKey }) {
   const tabs = multiTab == null ? {} : core === 'oplite' ? { multiTab } : { enableMultiTabs: multiTab };
   switch (core) {
-    case 'oplite':
-      return { factory: new OpliteOpenFactory({ dbFilename, vfs, worker, ...tabs }) };
+    case 'oplite': {
+      const where = inThread ? { worker: false, wasmUrl: '/oplite/oplite_wasm_bg.wasm' } : { worker };
+      return { factory: new OpliteOpenFactory({ dbFilename, vfs, encryptionKey, ...where, ...tabs }) };
+    }
     case 'bundled':
-      return { database: { dbFilename, vfs: sdkVfs(vfs), ...tabs } };
+      return { database: { dbFilename, vfs: sdkVfs(vfs), encryptionKey, ...tabs } };
     case 'bundled-tablocal': {
       const factory = new sdk.WASQLiteOpenFactory({ open: { dbFilename, vfs: sdkVfs(vfs), ...tabs }, logger: sdk.createConsoleLogger({ minLevel: sdk.LogLevels.warn }) });
       return { opened: withoutSharedSync(factory.openDB()) };

@@ -6,19 +6,14 @@
 // searches the stored bytes for the marker and SQLite's plain header. Both
 // databases must give the same answers.
 import * as sdk from '@powersync/web';
-import { OpliteOpenFactory } from '@oplite/powersync-web';
+import { databaseOptions } from './databases.mjs';
 import { storedNeedles } from '../../wasm/test/stored-bytes.mjs';
 
 const MARKER = 'local-marker-5d1c9e0b';
 const FILE = 'encrypted.db';
 
 function source({ core, vfs, inThread }, encryptionKey) {
-  if (core === 'oplite') {
-    const where = inThread ? { worker: false, wasmUrl: '/oplite/oplite_wasm_bg.wasm' } : { worker: '/oplite/oplite-worker.js' };
-    return { factory: new OpliteOpenFactory({ dbFilename: FILE, vfs, multiTab: false, encryptionKey, ...where }) };
-  }
-  const vfsName = vfs === 'opfs' ? sdk.WASQLiteVFS.OPFSCoopSyncVFS : sdk.WASQLiteVFS.IDBBatchAtomicVFS;
-  return { database: { dbFilename: FILE, vfs: vfsName, enableMultiTabs: false, encryptionKey } };
+  return databaseOptions({ core, vfs, dbFilename: FILE, multiTab: false, inThread, encryptionKey });
 }
 
 // Where each database keeps the file.

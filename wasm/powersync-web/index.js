@@ -24,6 +24,12 @@
 import { DBAdapter } from '@powersync/common';
 import { ReadResultContext, acquireConnection, callOwnHost } from './connection.js';
 
+// Whether oplite runs in this thread: asked to (worker: false), or where
+// there is no Worker.
+function runsInThread(worker) {
+  return worker === false || (worker == null && typeof Worker === 'undefined');
+}
+
 /**
  * The way back to the SDK's own database (docs/web-sdk.md, "Moving between
  * the SDK's own database and oplite"): the database `dbFilename` that
@@ -37,7 +43,7 @@ import { ReadResultContext, acquireConnection, callOwnHost } from './connection.
  */
 export function returnToSdkDatabase({ dbFilename, vfs = 'opfs', sdkVfs = vfs, encryptionKey, worker, wasmUrl } = {}) {
   if (typeof dbFilename !== 'string') return Promise.reject(new TypeError('returnToSdkDatabase: dbFilename must be a string'));
-  const inThread = worker === false || (worker == null && typeof Worker === 'undefined');
+  const inThread = runsInThread(worker);
   const options = { name: dbFilename, vfs, key: encryptionKey || undefined, kind: sdkVfs, wasm: inThread ? wasmUrl : undefined };
   return callOwnHost({ dbFilename, worker, inThread }, 'returnToSdk', [options]);
 }
@@ -118,7 +124,7 @@ export class OpliteDBAdapter extends DBAdapter {
     // Falsy keys mean no encryption, as in the SDK's own database.
     const key = encryptionKey || undefined;
     if (!Number.isInteger(cacheSizeKb) || cacheSizeKb <= 0) throw new TypeError('OpliteDBAdapter: cacheSizeKb must be a positive integer');
-    const inThread = worker === false || (worker == null && typeof Worker === 'undefined');
+    const inThread = runsInThread(worker);
     if (inThread && vfs === 'opfs') {
       throw new TypeError("OpliteDBAdapter: 'opfs' needs a dedicated Worker (OPFS access handles exist only there); use vfs 'idb' without one");
     }

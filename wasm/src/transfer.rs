@@ -12,9 +12,9 @@
 
 use rusqlite::{Connection, OpenFlags};
 use sqlite_wasm_rs::vfs::memvfs::MemVfsUtil;
+use sqlite_wasm_rs::vfs::transfer::DbTransfer;
 use sqlite_wasm_rs::vfs::VfsFilesManager;
 use sqlite_wasm_vfs::sahpool::OpfsSAHPoolUtil;
-use sqlite_wasm_rs::vfs::transfer::DbTransfer;
 use wasm_bindgen::prelude::*;
 
 use crate::cipher;
