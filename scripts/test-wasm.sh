@@ -49,8 +49,8 @@ fi
 step "Node tests (memory storage; golden traces, recorded sessions, streams, API)"
 OPLITE_SESSIONS=$sessions node --test wasm/test/node.test.mjs
 
-step "Node tests of the web adapter's lock queues and tab protocol"
-node --test wasm/test/tabs.test.mjs
+step "Node tests of the web adapter's lock queues, tab protocol and line batches"
+node --test wasm/test/tabs.test.mjs wasm/test/line-batch.test.mjs
 
 if [[ -n ${OPLITE_SKIP_BROWSER:-} ]]; then
   step "skipping the Chromium tests (OPLITE_SKIP_BROWSER)"

@@ -8,7 +8,7 @@ export const COUNT_ROWS = 'SELECT (SELECT count(*) FROM lists) + (SELECT count(*
 
 // Where oplite's Worker spent its time, ms (sums since it opened; the
 // benchmark's profile, docs/web-sdk.md "Where the time goes").
-const PROFILE_KEYS = ['controlCalls', 'controlMs', 'writeStatementsMs', 'readStatementsMs', 'applyPrepareMs', 'applyStepsMs', 'applyFlushMs', 'applySyncMs',
+const PROFILE_KEYS = ['controlCalls', 'controlMs', 'lineBatches', 'batchedLines', 'writeStatementsMs', 'readStatementsMs', 'applyPrepareMs', 'applyStepsMs', 'applyFlushMs', 'applySyncMs',
   'vfsReadMs', 'vfsWriteMs', 'vfsSyncMs', 'vfsReads', 'vfsWrites', 'vfsSyncs', 'idbBatches', 'idbBatchMs', 'wasmMemoryBytes', 'memoryHighwater'];
 function profileOf(stats) {
   return Object.fromEntries(PROFILE_KEYS.filter((k) => stats[k] != null).map((k) => [k, Math.round(stats[k])]));

@@ -21,6 +21,7 @@
 // writer, in a write lock of its own.
 import { open } from './oplite.js';
 import { adoptSdkDatabase, returnToSdk } from './adoption.js';
+import { LineBatch } from './line-batch.js';
 import { Slots } from './slots.js';
 import { TabServer } from './tabs.js';
 
@@ -62,6 +63,9 @@ export function createHost(post) {
   let reader = null;
   let slots = null;
   let server = null;
+  // The sync client's data lines, committed in batches (line-batch.js);
+  // null without a reader ('memory').
+  let batch = null;
   // The writer's TEMP tables and views, as a pattern; null while there are none.
   let tempNames = null;
   let unsteppedControlCalls = 0;
@@ -175,7 +179,8 @@ export function createHost(post) {
                longestReadMs: Math.round(longestRead.ms), longestReadSql: longestRead.sql,
                longestWriteMs: Math.round(longestWrite.ms), longestWriteSql: longestWrite.sql,
                controlCalls: control.calls, controlMs: Math.round(control.ms),
-               writeStatementsMs: Math.round(statementMs.write), readStatementsMs: Math.round(statementMs.read) };
+               writeStatementsMs: Math.round(statementMs.write), readStatementsMs: Math.round(statementMs.read),
+               lineBatches: batch?.counts.batches ?? 0, batchedLines: batch?.counts.lines ?? 0 };
     },
   };
 
@@ -191,8 +196,13 @@ export function createHost(post) {
     return method === 'readRaw' ? statements.readRaw(args[0], args[1], slot) : statements[method](...args);
   }
 
+  // A statement call of this page's lock `key`: on the writer, through
+  // the line batches.
   function call(key, method, args) {
-    return run(inLock(key, method), method, args);
+    const slot = inLock(key, method);
+    if (batch == null || method === 'readRaw' || method === 'stats') return run(slot, method, args);
+    const [sql, params] = args;
+    return batch.statement(key, sql, method === 'executeRaw' ? params : null, () => run(slot, method, args));
   }
 
   // A write of another tab's (tabs.js): what it commits carries its
@@ -203,6 +213,7 @@ export function createHost(post) {
     const [sql] = args;
     const slot = inLock(key, method);
     const statement = () => run(slot, method, args);
+    await batch?.commit();
     if (method !== 'executeRaw' && method !== 'executeBatch') return statement();
     if (await opened().inTransaction()) {
       if (method !== 'executeRaw' || !COMMIT.test(sql)) return statement();
@@ -233,6 +244,7 @@ export function createHost(post) {
 
   // What a write lock left uncommitted is rolled back (its tab went).
   async function rollback() {
+    await batch?.commit();
     if (await db?.inTransaction()) await db.executeRaw('ROLLBACK', []);
   }
 
@@ -246,6 +258,7 @@ export function createHost(post) {
       if (vfs !== 'memory') {
         reader = await db.openReader();
         await reader.executeRaw(`PRAGMA cache_size = -${cacheSizeKb}`, []);
+        batch = new LineBatch(db, write);
       }
       // At the end of a write lock, what it committed made durable ('idb':
       // stored in IndexedDB), unless it left a transaction open, which the
@@ -268,7 +281,8 @@ export function createHost(post) {
       opened();
       return slots.acquire(key, read);
     },
-    release(key) {
+    async release(key) {
+      await batch?.released(key);
       return slots?.release(key);
     },
     // A read lock of one statement (the SDK's get, getAll, getOptional),
@@ -289,6 +303,8 @@ export function createHost(post) {
       server?.close();
       server = null;
       await slots?.drained();
+      await batch?.commit();
+      batch = null;
       db = null;
       await reader?.close();
       reader = null;
