@@ -9,9 +9,11 @@
 // data line and nothing else is held back: the transaction stays open as a
 // batch, and the next line's transaction joins it as a savepoint (its COMMIT
 // a RELEASE, its ROLLBACK a ROLLBACK TO). The batch commits when it is
-// `maxMs` old, before any other statement on the writer (an app's write, a
-// checkpoint's apply, any other powersync_control call) and when the
-// database closes. A line's lock ends without waiting for the batch.
+// `maxMs` old, before any other write lock's statement on the writer (an
+// app's write, a checkpoint's apply, any other powersync_control call) and
+// when the database closes. A line's lock ends without waiting for the
+// batch. (A read that names a TEMP table runs on the writer, inside an open
+// batch, which it cannot change.)
 //
 // What this changes, and why the SDK cannot trip over it: a crash loses the
 // lines of the open batch, and the next connect downloads them again, as
@@ -31,6 +33,8 @@ const DATA_LINE_TEXT = /^\s*\{\s*"data"\s*:/;
 const DATA_LINE_BSON = [0x03, 0x64, 0x61, 0x74, 0x61, 0x00];
 const SAVEPOINT = 'oplite_line';
 const EMPTY = Object.freeze({ columnNames: [], rawRows: [], changes: 0, lastInsertRowid: 0 });
+// How soon the timer looks again when it found a lock inside the batch.
+const DUE_AGAIN_MS = 20;
 
 function bytes(payload) {
   if (payload instanceof Uint8Array) return payload;
@@ -67,6 +71,7 @@ export class LineBatch {
   // while a batch was open and has not run yet), 'savepoint' (it joined
   // the batch).
   #current = null;
+  #queue = Promise.resolve();
   #counts = { batches: 0, lines: 0 };
 
   /**
@@ -84,12 +89,25 @@ export class LineBatch {
     return { ...this.#counts };
   }
 
+  // Runs fn after every call of this class before it: a host in the page
+  // (no Worker) may deliver a lock's next statement, or the timer fire,
+  // while a statement here awaits the database.
+  #serial(fn) {
+    const result = this.#queue.then(fn);
+    this.#queue = result.then(() => undefined, () => undefined);
+    return result;
+  }
+
   /**
    * One call of lock `key` on the writer, of statement `sql` (with
    * `params`, or null for several sets); `call()` runs it as the host
    * does. Resolves to its result.
    */
-  async statement(key, sql, params, call) {
+  statement(key, sql, params, call) {
+    return this.#serial(() => this.#statement(key, sql, params, call));
+  }
+
+  async #statement(key, sql, params, call) {
     const current = this.#current;
     if (current != null && current.key !== key) await this.#abandon(current);
     if (this.#open && this.#current == null) {
@@ -97,7 +115,7 @@ export class LineBatch {
         this.#current = { key, state: 'pending', statements: 0, lineOnly: false, begin: sql };
         return EMPTY;
       }
-      await this.commit();
+      await this.#commitQuietly();
     }
     const c = this.#current;
     if (c == null) return this.#outside(key, sql, params, call);
@@ -120,8 +138,13 @@ export class LineBatch {
     try {
       return await call();
     } catch (e) {
-      // SQLite may have rolled back the whole transaction (an I/O error, a full disk).
-      if (this.#open && !(await this.#db.inTransaction())) this.#forget();
+      // SQLite may have rolled back the whole transaction (an I/O error, a
+      // full disk): the lock's ROLLBACK then runs as sent, and fails as it
+      // would have without batches.
+      if (!(await this.#db.inTransaction())) {
+        this.#forget();
+        c.state = 'real';
+      }
       throw e;
     }
   }
@@ -168,13 +191,19 @@ export class LineBatch {
 
   // A lock of the batch ended: the batch commits if it is old enough.
   async #afterLock() {
-    if (performance.now() - this.#openedAt >= this.#maxMs) await this.commit();
+    if (performance.now() - this.#openedAt >= this.#maxMs) await this.#commitQuietly();
     return EMPTY;
   }
 
+  // The batch's timer: it commits, or, with a lock inside it, looks again
+  // shortly (the end of that lock commits a batch that is old enough).
   #due() {
     this.#timer = null;
-    if (this.#open && this.#current == null) this.commit().catch(() => {});
+    this.#serial(async () => {
+      if (!this.#open) return;
+      if (this.#current == null) await this.#commitQuietly();
+      else this.#timer = setTimeout(() => this.#due(), DUE_AGAIN_MS);
+    }).catch(() => {});
   }
 
   // A lock ended (or another lock's statement came) inside its
@@ -183,10 +212,13 @@ export class LineBatch {
   async #abandon(c) {
     this.#current = null;
     if (c.state === 'pending') {
-      await this.commit();
+      await this.#commitQuietly();
       await this.#write(c.begin, []);
     } else if (c.state === 'savepoint') {
-      await this.#write(`RELEASE ${SAVEPOINT}`, []);
+      // Its lines stay in the open transaction, no longer a batch: a later
+      // lock ends it, and oplite's iteration check catches lines a ROLLBACK
+      // then drops.
+      if (await this.#db.inTransaction()) await this.#write(`RELEASE ${SAVEPOINT}`, []);
       this.#forget();
     }
   }
@@ -198,7 +230,11 @@ export class LineBatch {
   }
 
   /** Lock `key` ends: a transaction it left open stays open. */
-  async released(key) {
+  released(key) {
+    return this.#serial(() => this.#released(key));
+  }
+
+  async #released(key) {
     if (this.#current?.key === key && this.#current.state !== 'real') await this.#abandon(this.#current);
     else if (this.#current?.key === key) this.#current = null;
   }
@@ -208,9 +244,8 @@ export class LineBatch {
    * fails to commit is rolled back, not thrown: the caller's statement is
    * another's, and the sync client hears of it at its next line.
    */
-  async commit() {
-    if (this.#current != null) return EMPTY;
-    return this.#commitQuietly();
+  commit() {
+    return this.#serial(() => (this.#current != null ? EMPTY : this.#commitQuietly()));
   }
 
   // Commits the open batch, if any; one that fails is rolled back (commit()).

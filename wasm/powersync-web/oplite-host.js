@@ -282,8 +282,11 @@ export function createHost(post) {
       return slots.acquire(key, read);
     },
     async release(key) {
-      await batch?.released(key);
-      return slots?.release(key);
+      try {
+        await batch?.released(key);
+      } finally {
+        await slots?.release(key);
+      }
     },
     // A read lock of one statement (the SDK's get, getAll, getOptional),
     // asked for, run and ended in one message.

@@ -197,3 +197,37 @@ test('a lock that ends inside its transaction leaves it open, as without batchin
   assert.equal(await count(db, 'SELECT count(*) FROM ps_oplog'), 1000, 'the batch had committed');
   assert.equal(await count(db, "SELECT count(*) FROM ps_kv WHERE key = 'later'"), 0);
 });
+
+test("a lock's statements sent at once (a host in the page) run in order, in the lock's own transaction", async () => {
+  const { db, batch, control } = await setUp();
+  await control('start', null);
+  await control(...line(stream.checkpoint, true));
+  await control(...line(stream.data[0], true));
+  const send = (sql) => batch.statement('page:app', sql, [], () => db.executeRaw(sql, []));
+  await send('BEGIN IMMEDIATE');
+  await Promise.all([
+    send("INSERT INTO ps_kv(key, value) VALUES ('a', 1)"),
+    send("INSERT INTO ps_kv(key, value) VALUES ('b', 2)"),
+  ]);
+  await send('COMMIT');
+  assert.equal(await db.inTransaction(), false);
+  assert.equal(await count(db, "SELECT count(*) FROM ps_kv WHERE key IN ('a', 'b')"), 2);
+  assert.equal(await count(db, 'SELECT count(*) FROM ps_oplog'), 1000);
+});
+
+test('a lock in the batch whose transaction SQLite rolled back ends cleanly, and the writer goes on', async () => {
+  const { db, batch, control, lock } = await setUp();
+  await control('start', null);
+  await control(...line(stream.checkpoint, true));
+  await control(...line(stream.data[0], true));
+  const send = (sql, params) => batch.statement('page:gone', sql, params ?? [], () => db.executeRaw(sql, params ?? []));
+  await send('BEGIN IMMEDIATE');
+  await send(CONTROL, line(stream.data[1], true));
+  // What an I/O error does to the whole transaction; then the lock ends without a ROLLBACK.
+  await db.executeRaw('ROLLBACK', []);
+  await batch.released('page:gone');
+  await lock(['BEGIN IMMEDIATE'], ["INSERT INTO ps_kv(key, value) VALUES ('after', 1)"], ['COMMIT']);
+  assert.equal(await db.inTransaction(), false);
+  assert.equal(await count(db, "SELECT count(*) FROM ps_kv WHERE key = 'after'"), 1);
+  await assert.rejects(control(...line(stream.data[2], true)), /was rolled back/);
+});
