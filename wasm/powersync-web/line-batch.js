@@ -9,7 +9,7 @@
 // data line and nothing else is held back: the transaction stays open as a
 // batch, and the next line's transaction joins it as a savepoint (its COMMIT
 // a RELEASE, its ROLLBACK a ROLLBACK TO). The batch commits when it is
-// `maxMs` old, before any other write lock's statement on the writer (an
+// `maxMs` old (the host's choice per storage), before any other write lock's statement on the writer (an
 // app's write, a checkpoint's apply, any other powersync_control call) and
 // when the database closes. A line's lock ends without waiting for the
 // batch. (A read that names a TEMP table runs on the writer, inside an open

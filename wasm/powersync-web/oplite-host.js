@@ -258,7 +258,9 @@ export function createHost(post) {
       if (vfs !== 'memory') {
         reader = await db.openReader();
         await reader.executeRaw(`PRAGMA cache_size = -${cacheSizeKb}`, []);
-        batch = new LineBatch(db, write);
+        // On 'idb' a batch's commit is also an IndexedDB write; smaller
+        // batches kept reads from waiting behind it (docs/web-sdk.md).
+        batch = new LineBatch(db, write, { maxMs: vfs === 'idb' ? 100 : 500 });
       }
       // At the end of a write lock, what it committed made durable ('idb':
       // stored in IndexedDB), unless it left a transaction open, which the
