@@ -37,7 +37,7 @@ cat > wasm/pkg/package.json <<JSON
 JSON
 rm -rf wasm/pkg-powersync-web
 mkdir -p wasm/pkg-powersync-web
-cp wasm/powersync-web/{index.js,index.d.ts,connection.js,tabs.js,slots.js,line-batch.js,oplite-worker.js,oplite-host.js,adoption.js,sdk-storage.js,package.json} wasm/pkg-powersync-web/
+cp wasm/powersync-web/{index.js,index.d.ts,connection.js,tabs.js,slots.js,line-batch.js,sql-shapes.js,oplite-worker.js,oplite-host.js,adoption.js,sdk-storage.js,package.json} wasm/pkg-powersync-web/
 cp wasm/pkg/{oplite.js,oplite.d.ts,apply-pacing.js,idb-store.js,storage.js,oplite_wasm.js,oplite_wasm.d.ts,oplite_wasm_bg.wasm,oplite_wasm_bg.wasm.d.ts} wasm/pkg-powersync-web/
 # Both packages carry the workspace's version (scripts/package.sh names the
 # tarballs after it, and examples/web installs them by name).

@@ -27,7 +27,7 @@ import { ADAPTER_PACKAGE, buildPage, launchBrowser, runInBrowser } from './brows
 import { sdkControlCalls } from './sdk-sql.mjs';
 import { tabChecks } from './tabs-checks.mjs';
 
-const { CONTROL_CALL } = await import(path.join(ADAPTER_PACKAGE, 'oplite-host.js'));
+const { CONTROL_CALL } = await import(path.join(ADAPTER_PACKAGE, 'sql-shapes.js'));
 
 const { values: opts } = parseArgs({
   options: {

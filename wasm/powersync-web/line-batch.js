@@ -9,9 +9,9 @@
 // data line and nothing else is held back: the transaction stays open as a
 // batch, and the next line's transaction joins it as a savepoint (its COMMIT
 // a RELEASE, its ROLLBACK a ROLLBACK TO). The batch commits when it is
-// `maxMs` old (the host's choice per storage), before any other write lock's statement on the writer (an
-// app's write, a checkpoint's apply, any other powersync_control call) and
-// when the database closes. A line's lock ends without waiting for the
+// `maxMs` old (the host's choice per storage), before any other write
+// lock's statement on the writer (an app's write, a checkpoint's apply, any
+// other powersync_control call) and when the database closes. A line's lock ends without waiting for the
 // batch. (A read that names a TEMP table runs on the writer, inside an open
 // batch, which it cannot change.)
 //
@@ -24,10 +24,8 @@
 // what is stored. The long story is in docs/web-sdk.md ("Batched line
 // commits").
 
-const BEGIN = /^\s*BEGIN(\s+(DEFERRED|IMMEDIATE|EXCLUSIVE))?(\s+TRANSACTION)?\s*;?\s*$/i;
-const COMMIT = /^\s*(COMMIT|END)(\s+TRANSACTION)?\s*;?\s*$/i;
-const ROLLBACK = /^\s*ROLLBACK(\s+TRANSACTION)?\s*;?\s*$/i;
-const CONTROL_CALL = /\bpowersync_control\s*\(\s*\?\s*,\s*\?\s*\)/i;
+import { BEGIN, COMMIT, CONTROL_CALL, ROLLBACK } from './sql-shapes.js';
+
 const DATA_LINE_TEXT = /^\s*\{\s*"data"\s*:/;
 // A BSON document whose first element is the embedded document "data".
 const DATA_LINE_BSON = [0x03, 0x64, 0x61, 0x74, 0x61, 0x00];
@@ -160,7 +158,7 @@ export class LineBatch {
   async #end(c, call) {
     this.#current = null;
     if (c.state === 'pending') return this.#afterLock();
-    const keep = c.lineOnly && c.statements === 1;
+    const keep = c.lineOnly;
     if (c.state === 'savepoint') {
       await this.#write(`RELEASE ${SAVEPOINT}`, []);
       this.#counts.lines++;
