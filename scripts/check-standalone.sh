@@ -39,9 +39,13 @@ trap 'rm -rf "$clone" "$cache"' EXIT
 git clone -q --no-local "$root" "$clone/oplite"
 cd "$clone/oplite"
 
-REFERENCE_CORE=$(REFERENCE_CORE_CACHE="$cache" bash scripts/reference-core.sh)
-echo "reference core downloaded and checked: $REFERENCE_CORE"
-export REFERENCE_CORE
+# The 0.5.3 download into an empty cache; the 0.5.4 build is the one
+# test.sh made (a fresh build takes minutes), its lock file checked below.
+REFERENCE_CORE_053=$(REFERENCE_CORE_CACHE="$cache" bash scripts/reference-core.sh 0.5.3)
+echo "reference core 0.5.3 downloaded and checked: $REFERENCE_CORE_053"
+REFERENCE_CORE=${REFERENCE_CORE:-$(bash scripts/reference-core.sh 0.5.4)}
+export REFERENCE_CORE REFERENCE_CORE_053
+cargo metadata -q --locked --format-version 1 --manifest-path reference-core/Cargo.toml >/dev/null
 export OPLITE_SO="$root/target/release/liboplite.so"
 # The loadable extension's workspace resolves from its committed lock file
 # alone (the build phase builds it with --locked in the work tree).

@@ -41,9 +41,10 @@ if [[ -z ${OPLITE_KEEP_BUILDS:-} ]]; then export OPLITE_MOBILE_DROP_BUILDS=1; fi
 drop() { if [[ -z ${OPLITE_KEEP_BUILDS:-} ]]; then rm -rf "$@"; fi; }
 export -f drop
 
-REFERENCE_CORE=$(bash scripts/reference-core.sh)
-export REFERENCE_CORE
-echo "reference core: $REFERENCE_CORE"
+REFERENCE_CORE=$(bash scripts/reference-core.sh 0.5.4)
+REFERENCE_CORE_053=$(bash scripts/reference-core.sh 0.5.3)
+export REFERENCE_CORE REFERENCE_CORE_053
+echo "reference cores: 0.5.4 $REFERENCE_CORE, 0.5.3 $REFERENCE_CORE_053"
 export OPLITE_SO=$PWD/target/release/liboplite.so
 export OPLITE_TEST_SERVER=$PWD/target/release/oplite-test-server
 export OPLITE_RECORD_SESSIONS=$PWD/target/debug/record-sessions

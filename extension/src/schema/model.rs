@@ -283,6 +283,8 @@ pub enum RawParam {
     Column(String),
     /// A JSON object of the fields no `Column` parameter names.
     Rest,
+    /// The whole row as the service sent it, a JSON object (core 0.5.4).
+    Row,
 }
 
 fn yes() -> bool {

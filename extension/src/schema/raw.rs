@@ -115,7 +115,7 @@ pub fn put_values(statement: &RawStatement, id: &str, data: &str) -> Result<Vec<
             .filter_map(|p| match p {
                 RawParam::Id => Some("id"),
                 RawParam::Column(c) => Some(c.as_str()),
-                RawParam::Rest => None,
+                RawParam::Rest | RawParam::Row => None,
             })
             .collect();
         let unmatched: BTreeMap<&String, &Json> = object.iter().filter(|(k, _)| !named.contains(&k.as_str())).collect();
@@ -139,6 +139,7 @@ pub fn put_values(statement: &RawStatement, id: &str, data: &str) -> Result<Vec<
                 _ => Value::Null,
             },
             RawParam::Rest => rest.clone(),
+            RawParam::Row => Value::Text(data.to_owned()),
         })
         .collect())
 }

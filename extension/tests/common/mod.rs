@@ -54,25 +54,33 @@ pub fn oplite_so() -> PathBuf {
     path
 }
 
-/// The reference core, fetched by scripts/reference-core.sh
-/// (or $REFERENCE_CORE).
+/// The reference core 0.5.4, built by scripts/reference-core.sh from its
+/// crates.io source (or $REFERENCE_CORE).
 pub fn reference_so() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        if let Some(path) = std::env::var_os("REFERENCE_CORE") {
-            return PathBuf::from(path);
-        }
-        let script = repo_root().join("scripts/reference-core.sh");
-        let out = Command::new("bash").arg(&script).output().expect("running reference-core.sh");
-        assert!(
-            out.status.success(),
-            "{} failed: {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-    })
-    .clone()
+    PATH.get_or_init(|| reference_core("REFERENCE_CORE", "0.5.4")).clone()
+}
+
+/// The reference core 0.5.3, the one the JS SDKs bundle, downloaded by
+/// scripts/reference-core.sh (or $REFERENCE_CORE_053).
+pub fn reference_053_so() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| reference_core("REFERENCE_CORE_053", "0.5.3")).clone()
+}
+
+fn reference_core(variable: &str, version: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(variable) {
+        return PathBuf::from(path);
+    }
+    let script = repo_root().join("scripts/reference-core.sh");
+    let out = Command::new("bash").arg(&script).arg(version).output().expect("running reference-core.sh");
+    assert!(
+        out.status.success(),
+        "{} {version} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
 /// Loads a SQLite extension from `path` with `entry` into `db`.
@@ -83,10 +91,17 @@ pub fn load(db: &Connection, path: &PathBuf, entry: &str) -> rusqlite::Result<()
     }
 }
 
-/// A fresh in-memory database with only the reference core loaded.
+/// A fresh in-memory database with only the reference core 0.5.4 loaded.
 pub fn reference() -> Connection {
     let db = Connection::open_in_memory().unwrap();
     load(&db, &reference_so(), "sqlite3_powersync_init").unwrap();
+    db
+}
+
+/// A fresh in-memory database with only the reference core 0.5.3 loaded.
+pub fn reference_053() -> Connection {
+    let db = Connection::open_in_memory().unwrap();
+    load(&db, &reference_053_so(), "sqlite3_powersync_init").unwrap();
     db
 }
 
