@@ -1,7 +1,12 @@
 //! Golden traces: hand-written sessions under test-data/golden/<case>/,
-//! each a calls.jsonl of powersync_control calls and SQL, checked against
-//! expected.jsonl. Refresh after an intended change with
-//! `OPLITE_UPDATE_GOLDEN=1 cargo test-ext --test golden` and review the diff.
+//! each a calls.jsonl of powersync_control calls and SQL, and the answers of
+//! the reference core 0.5.4 in expected.jsonl. Both cores are run: the
+//! reference must still give expected.jsonl (so the file is the reference's
+//! word, not oplite's), and oplite must give it too, but for the words of
+//! error messages, where only the code and the function named in front are
+//! compared (docs/differences.md, "The sync engine"). Refresh from the
+//! reference with `OPLITE_UPDATE_GOLDEN=1 cargo test-ext --test golden` and
+//! review the diff.
 mod common;
 
 use std::path::PathBuf;
@@ -19,8 +24,7 @@ fn sql_json(value: SqlValue) -> Value {
     }
 }
 
-fn run(calls: &str) -> Vec<String> {
-    let db = common::oplite_initialised();
+fn run(db: &rusqlite::Connection, calls: &str) -> Vec<String> {
     db.execute_batch("UPDATE ps_kv SET value = '00000000-0000-4000-8000-000000000000' WHERE key = 'client_id'")
         .unwrap();
     let mut out = Vec::new();
@@ -67,6 +71,14 @@ fn run(calls: &str) -> Vec<String> {
     out
 }
 
+/// An error answer with its message cut to the function that failed.
+fn error_prefix(line: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    let message = value.get("message")?.as_str()?;
+    let function = message.split(':').next().unwrap_or_default();
+    Some(json!({"error": value["error"], "function": function}).to_string())
+}
+
 #[test]
 fn golden_traces() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../test-data/golden");
@@ -75,17 +87,24 @@ fn golden_traces() {
     for entry in std::fs::read_dir(&root).unwrap() {
         let dir = entry.unwrap().path();
         let calls = std::fs::read_to_string(dir.join("calls.jsonl")).unwrap();
-        let actual = run(&calls);
+        let reference = common::reference();
+        common::init(&reference);
+        let from_reference = run(&reference, &calls);
+        let from_oplite = run(&common::oplite_initialised(), &calls);
         let expected_path = dir.join("expected.jsonl");
         if update {
-            std::fs::write(&expected_path, actual.join("\n") + "\n").unwrap();
-        } else {
-            let expected = std::fs::read_to_string(&expected_path)
-                .unwrap_or_else(|_| panic!("{} missing: run with OPLITE_UPDATE_GOLDEN=1", expected_path.display()));
-            let expected: Vec<&str> = expected.lines().collect();
-            assert_eq!(actual.len(), expected.len(), "{}: number of results", dir.display());
+            std::fs::write(&expected_path, from_reference.join("\n") + "\n").unwrap();
+        }
+        let expected = std::fs::read_to_string(&expected_path)
+            .unwrap_or_else(|_| panic!("{} missing: run with OPLITE_UPDATE_GOLDEN=1", expected_path.display()));
+        let expected: Vec<&str> = expected.lines().collect();
+        for (core, actual) in [("reference", &from_reference), ("oplite", &from_oplite)] {
+            assert_eq!(actual.len(), expected.len(), "{}: number of results on {core}", dir.display());
             for (i, (a, e)) in actual.iter().zip(&expected).enumerate() {
-                assert_eq!(a, e, "{} call {}", dir.display(), i + 1);
+                match (core, error_prefix(a), error_prefix(e)) {
+                    ("oplite", Some(a), Some(e)) => assert_eq!(a, e, "{} call {} on oplite", dir.display(), i + 1),
+                    _ => assert_eq!(a, *e, "{} call {} on {core}", dir.display(), i + 1),
+                }
             }
         }
         cases += 1;
