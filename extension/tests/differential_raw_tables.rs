@@ -204,7 +204,8 @@ fn json_merge_matches_the_reference() {
             assert_eq!(ours, theirs, "{sql}");
         }
     }
-    for args in ["'[]'", "NULL", "1", r#"'{"a":1}', 'x'"#] {
+    // NULL arguments are skipped since core 0.5.4 (differential_raw_054.rs).
+    for args in ["'[]'", "''", "1", r#"'{"a":1}', 'x'"#] {
         let sql = format!("SELECT powersync_json_merge({args})");
         assert!(pair.ours.query_row(&sql, [], |_| Ok(())).is_err(), "{sql}");
         assert!(pair.theirs.query_row(&sql, [], |_| Ok(())).is_err(), "{sql}");

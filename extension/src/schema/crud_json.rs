@@ -364,8 +364,16 @@ pub fn merge_objects(objects: &[&str]) -> String {
 /// comma, as there). An argument that does not start with `{` and end with
 /// `}` is an error.
 pub fn concat_objects(objects: &[&str]) -> Result<String> {
+    let present: Vec<Option<&str>> = objects.iter().copied().map(Some).collect();
+    concat_present_objects(&present)
+}
+
+/// [`concat_objects`] over arguments that may be NULL (`None`): core 0.5.4
+/// skips NULL arguments, so `powersync_json_merge('{"a":1}', NULL)` is
+/// `{"a":1}` and an all-NULL call `{}`.
+pub fn concat_present_objects(objects: &[Option<&str>]) -> Result<String> {
     let mut out = String::from("{");
-    for object in objects {
+    for object in objects.iter().flatten() {
         let inner = object
             .strip_prefix('{')
             .and_then(|o| o.strip_suffix('}'))
@@ -475,6 +483,13 @@ mod tests {
             put_entry("t", t("1"), ValueRef::Null, 0, &items).unwrap(),
             r#"{"op":"PUT","id":"1","type":"t","data":{"a":2.5,"b":1,"c":"z"}}"#
         );
+    }
+
+    #[test]
+    fn json_merge_skips_null_arguments() {
+        assert_eq!(concat_present_objects(&[None, Some(r#"{"a":1}"#), None, Some("{}")]).unwrap(), r#"{"a":1,}"#);
+        assert_eq!(concat_present_objects(&[None, None]).unwrap(), "{}");
+        assert!(concat_present_objects(&[None, Some("")]).is_err());
     }
 
     #[test]

@@ -2,10 +2,12 @@
 //! statements inferred for raw tables that give only a `table_name`, and
 //! `powersync_create_raw_table_crud_trigger`.
 //!
-//! The reference core's observable behaviour decides every detail here:
-//! how synced values are bound (booleans as 0/1, every number as a double,
-//! strings as text, anything else NULL; `Rest` is an object of the
-//! unmatched fields in key order, or NULL when none is left), the SQL of
+//! The reference core's (0.5.4) observable behaviour decides every detail
+//! here: how synced values are bound (booleans as 0/1, numbers that fit an
+//! i64 as INTEGER and other numbers as REAL, strings as text, anything else
+//! NULL; `Rest` is an object of the unmatched fields in key order, or NULL
+//! when none is left; `Row` is the row's data text as received, and a
+//! statement binding only `Id` and `Row` never parses it), the SQL of
 //! inferred statements and of the triggers, and the error messages.
 
 use std::collections::BTreeMap;
@@ -65,8 +67,14 @@ pub fn put_statement(db: &Connection, raw: &RawTable) -> Result<RawStatement> {
     for i in 0..columns.len() {
         sql.push_str(&format!(", ?{}", i + 2));
     }
-    let updates: Vec<String> = quoted.iter().enumerate().map(|(i, q)| format!("{q} = ?{}", i + 2)).collect();
-    sql.push_str(&format!(") ON CONFLICT (id) DO UPDATE SET {}", updates.join(", ")));
+    // With no column besides `id` there is nothing to update: DO NOTHING
+    // (an empty `DO UPDATE SET` would not even prepare).
+    if quoted.is_empty() {
+        sql.push_str(") ON CONFLICT (id) DO NOTHING");
+    } else {
+        let updates: Vec<String> = quoted.iter().enumerate().map(|(i, q)| format!("{q} = ?{}", i + 2)).collect();
+        sql.push_str(&format!(") ON CONFLICT (id) DO UPDATE SET {}", updates.join(", ")));
+    }
     let params = std::iter::once(RawParam::Id).chain(columns.into_iter().map(RawParam::Column)).collect();
     Ok(RawStatement { sql, params })
 }
@@ -98,6 +106,29 @@ pub fn check_parameter_count(statement: &RawStatement, count: usize) -> Result<(
 
 /// The values of a put statement's parameters for the synced row.
 pub fn put_values(statement: &RawStatement, id: &str, data: &str) -> Result<Vec<Value>> {
+    // Only `Column` and `Rest` read the row's fields: a statement binding
+    // nothing but `Id` and `Row` takes the data text as it is, whatever it
+    // holds, as the reference does.
+    let reads_fields = statement.params.iter().any(|p| matches!(p, RawParam::Column(_) | RawParam::Rest));
+    let object = if reads_fields { Some(data_object(data)?) } else { None };
+    let rest = match &object {
+        Some(object) if statement.params.contains(&RawParam::Rest) => rest_value(statement, object)?,
+        _ => Value::Null,
+    };
+    Ok(statement
+        .params
+        .iter()
+        .map(|p| match p {
+            RawParam::Id => Value::Text(id.to_owned()),
+            RawParam::Column(c) => object.as_ref().and_then(|o| o.get(c)).map_or(Value::Null, bound_field),
+            RawParam::Rest => rest.clone(),
+            RawParam::Row => Value::Text(data.to_owned()),
+        })
+        .collect())
+}
+
+/// The row's data as a JSON object.
+fn data_object(data: &str) -> Result<serde_json::Map<String, Json>> {
     // Data serde_json cannot read (e.g. a number beyond a double's range)
     // is local data SQLite's JSON accepted: SQLITE_CORRUPT, as in the
     // reference.
@@ -105,43 +136,44 @@ pub fn put_values(statement: &RawStatement, id: &str, data: &str) -> Result<Vec<
         let code = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT);
         OpliteError::sqlite("reading a raw table row's data", rusqlite::Error::SqliteFailure(code, Some(e.to_string())))
     })?;
-    let Json::Object(object) = parsed else {
-        return Err(invalid("powersync_control", "expected oplog data to be an object".into()));
-    };
-    let rest = if statement.params.contains(&RawParam::Rest) {
-        let named: Vec<&str> = statement
-            .params
-            .iter()
-            .filter_map(|p| match p {
-                RawParam::Id => Some("id"),
-                RawParam::Column(c) => Some(c.as_str()),
-                RawParam::Rest | RawParam::Row => None,
-            })
-            .collect();
-        let unmatched: BTreeMap<&String, &Json> = object.iter().filter(|(k, _)| !named.contains(&k.as_str())).collect();
-        if unmatched.is_empty() {
-            Value::Null
-        } else {
-            Value::Text(serde_json::to_string(&unmatched).map_err(|e| OpliteError::Internal(e.to_string()))?)
-        }
-    } else {
-        Value::Null
-    };
-    Ok(statement
+    match parsed {
+        Json::Object(object) => Ok(object),
+        _ => Err(invalid("powersync_control", "expected oplog data to be an object".into())),
+    }
+}
+
+/// The `Rest` value: an object of the fields no `Id` or `Column` parameter
+/// names (`Row` names none), or NULL when every field is named.
+fn rest_value(statement: &RawStatement, object: &serde_json::Map<String, Json>) -> Result<Value> {
+    let named: Vec<&str> = statement
         .params
         .iter()
-        .map(|p| match p {
-            RawParam::Id => Value::Text(id.to_owned()),
-            RawParam::Column(c) => match object.get(c) {
-                Some(Json::Bool(b)) => Value::Integer(*b as i64),
-                Some(Json::Number(n)) => n.as_f64().map_or(Value::Null, Value::Real),
-                Some(Json::String(s)) => Value::Text(s.clone()),
-                _ => Value::Null,
-            },
-            RawParam::Rest => rest.clone(),
-            RawParam::Row => Value::Text(data.to_owned()),
+        .filter_map(|p| match p {
+            RawParam::Id => Some("id"),
+            RawParam::Column(c) => Some(c.as_str()),
+            RawParam::Rest | RawParam::Row => None,
         })
-        .collect())
+        .collect();
+    let unmatched: BTreeMap<&String, &Json> = object.iter().filter(|(k, _)| !named.contains(&k.as_str())).collect();
+    if unmatched.is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::to_string(&unmatched).map(Value::Text).map_err(|e| OpliteError::Internal(e.to_string()))
+}
+
+/// A field bound to a `Column` parameter: booleans as 0/1, numbers that
+/// fit an i64 as INTEGER and other numbers as REAL, strings as text,
+/// arrays, objects and null as NULL.
+fn bound_field(field: &Json) -> Value {
+    match field {
+        Json::Bool(b) => Value::Integer(*b as i64),
+        Json::Number(n) => match n.as_i64() {
+            Some(i) => Value::Integer(i),
+            None => n.as_f64().map_or(Value::Null, Value::Real),
+        },
+        Json::String(s) => Value::Text(s.clone()),
+        _ => Value::Null,
+    }
 }
 
 /// The values of a delete statement's parameters: only `Id` is allowed.
@@ -169,7 +201,9 @@ const TRIGGER_FUNCTION: &str = "powersync_create_raw_table_crud_trigger";
 /// `powersync_create_raw_table_crud_trigger(raw_table_json, trigger_name,
 /// 'INSERT' | 'UPDATE' | 'DELETE')`: creates a trigger on the raw table's
 /// local table that queues the app's writes for upload, as the reference
-/// core's does (same SQL, same ps_crud entries).
+/// core's does (same SQL, same ps_crud entries). A trigger with nothing to
+/// do is not created: the INSERT and DELETE triggers of a `local_only` raw
+/// table, which queues nothing.
 pub fn create_crud_trigger(db: &Connection, definition: &str, trigger_name: &str, write: &str) -> Result<()> {
     let raw: RawTable =
         serde_json::from_str(definition).map_err(|e| invalid(TRIGGER_FUNCTION, e.to_string()))?;
@@ -179,11 +213,16 @@ pub fn create_crud_trigger(db: &Connection, definition: &str, trigger_name: &str
         "DELETE" => Write::Delete,
         other => return Err(invalid(TRIGGER_FUNCTION, format!("unexpected write type {other}"))),
     };
-    let sql = trigger_sql(db, &raw, trigger_name, write)?;
-    db.execute_batch(&sql).context("creating a raw table's trigger")
+    match trigger_sql(db, &raw, trigger_name, write)? {
+        Some(sql) => db.execute_batch(&sql).context("creating a raw table's trigger"),
+        None => Ok(()),
+    }
 }
 
-fn trigger_sql(db: &Connection, raw: &RawTable, trigger_name: &str, write: Write) -> Result<String> {
+/// The trigger's SQL, or `None` when it would have no statement. Rejected
+/// writes use `RAISE(ABORT)`, which (unlike FAIL) also undoes the write the
+/// AFTER trigger runs for.
+fn trigger_sql(db: &Connection, raw: &RawTable, trigger_name: &str, write: Write) -> Result<Option<String>> {
     let (table, columns) = local_columns(db, raw, TRIGGER_FUNCTION)?;
     let options = &raw.options;
     let keyword = match write {
@@ -202,11 +241,12 @@ fn trigger_sql(db: &Connection, raw: &RawTable, trigger_name: &str, write: Write
         sql.push_str(&format!(" AND\n({})", changed.join(" OR ")));
     }
     sql.push_str(" BEGIN\n");
+    // insert_only is ignored on a local_only table.
     let insert_only = options.insert_only && !options.local_only;
     let all: Vec<&str> = columns.iter().map(String::as_str).collect();
     if insert_only {
         if write != Write::Insert {
-            sql.push_str("SELECT RAISE(FAIL, 'Unexpected update on insert-only table');\n");
+            sql.push_str("SELECT RAISE(ABORT, 'Unexpected update on insert-only table');\n");
         } else {
             sql.push_str(&format!(
                 "INSERT INTO powersync_crud_(data) VALUES(json_object('op', 'PUT', 'type', {}, 'id', NEW.id, 'data', json(powersync_diff('{{}}', {}))));",
@@ -216,7 +256,14 @@ fn trigger_sql(db: &Connection, raw: &RawTable, trigger_name: &str, write: Write
         }
     } else {
         if write == Write::Update {
-            sql.push_str("SELECT CASE WHEN (OLD.id != NEW.id) THEN RAISE (FAIL, 'Cannot update id') END;\n");
+            sql.push_str("SELECT CASE WHEN (OLD.id != NEW.id) THEN RAISE (ABORT, 'Cannot update id') END;\n");
+        } else if options.local_only {
+            // A local-only table queues nothing; only updates keep a check.
+            return Ok(None);
+        }
+        if options.local_only {
+            sql.push_str("END");
+            return Ok(Some(sql));
         }
         let new_object = columns_object("NEW", &all)?;
         let data = match write {
@@ -266,7 +313,7 @@ fn trigger_sql(db: &Connection, raw: &RawTable, trigger_name: &str, write: Write
         sql.push_str(&format!("INSERT INTO powersync_crud({names}) VALUES ({values});\n"));
     }
     sql.push_str("END");
-    Ok(sql)
+    Ok(Some(sql))
 }
 
 /// `json_object('c', powersync_strip_subtype(PREFIX."c"), ...)` over
