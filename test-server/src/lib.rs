@@ -47,6 +47,9 @@
 //! slips an invalid line into the next stream. [`TestService::bad_next_checkpoint`]
 //! makes the next checkpoint an open stream sends follow a checkpoint whose
 //! `last_op_id` is not a number, as a sync error the client must report.
+//! [`TestService::hold_next_checkpoint_after`] stops the next
+//! checkpoint part-way and keeps the stream open and silent, so a client is
+//! mid-download for as long as a test needs.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{self, Write};
@@ -263,6 +266,19 @@ impl TestService {
     /// send it at once, without waiting for a change.
     pub fn bad_next_checkpoint(&self, now: bool) {
         bad_next_checkpoint(&self.shared, now);
+    }
+
+    /// The next checkpoint a stream sends (the first of a new stream, or
+    /// one for a change on an open stream) stops after its `checkpoint` or
+    /// `checkpoint_diff` line and `lines` more (its data, then its
+    /// `checkpoint_complete`): the stream then sends nothing, not even
+    /// keep-alives, until the service stops, as a service stuck in the
+    /// middle of a checkpoint. With `lines` the number of its data lines,
+    /// only `checkpoint_complete` is withheld (more holds nothing). One
+    /// stream takes it; its client is held mid-download for as long as a
+    /// test needs.
+    pub fn hold_next_checkpoint_after(&self, lines: usize) {
+        self.shared.lock().hold_next_checkpoint = Some(lines);
     }
 
     /// Writes a row on the service (as another client's upload would) and
@@ -619,6 +635,50 @@ mod http_tests {
         assert_eq!(next(), ("checkpoint".into(), json!("invalid line")));
         assert_eq!(next(), ("checkpoint_diff".into(), json!("0")));
         assert_eq!(service.shared.lock().bad_checkpoints, 0);
+    }
+
+    #[test]
+    fn a_held_checkpoint_stops_part_way_and_the_stream_stays_silent() {
+        use std::io::BufRead;
+        let mut options = ServiceOptions::new(Dataset::Buckets(Vec::new()));
+        options.keepalive = Duration::from_millis(100);
+        let service = TestService::start(options).unwrap();
+        let response = ureq::Agent::config_builder()
+            .timeout_per_read(Some(Duration::from_millis(1500)))
+            .build()
+            .new_agent()
+            .post(format!("{}/sync/stream", service.url()))
+            .header("Authorization", "Token dev")
+            .header("Content-Type", "application/json")
+            .send(r#"{"buckets":[],"client_id":"c1","parameters":{}}"#)
+            .unwrap();
+        let mut reader = std::io::BufReader::new(response.into_body().into_reader());
+        let mut next = || {
+            let mut line = String::new();
+            reader.read_line(&mut line).map(|_| {
+                let line: Value = serde_json::from_str(&line).unwrap();
+                line.as_object().unwrap().keys().next().unwrap().clone()
+            })
+        };
+        assert_eq!(next().unwrap(), "token_expires_in");
+        assert_eq!(next().unwrap(), "checkpoint");
+        assert_eq!(next().unwrap(), "checkpoint_complete");
+        // Held after the diff and its one data line: checkpoint_complete
+        // and the keep-alives (every 100 ms) are withheld.
+        service.hold_next_checkpoint_after(1);
+        service.put_row("todos", "t1", json!({"a": 1}));
+        let mut kinds = Vec::new();
+        let silent = loop {
+            match next() {
+                Ok(kind) => kinds.push(kind),
+                Err(e) => break e,
+            }
+            assert!(kinds.len() < 10, "not held: {kinds:?}");
+        };
+        assert!(silent.to_string().contains("timeout"), "the read timed out: {silent}");
+        kinds.retain(|k| k != "token_expires_in");
+        assert_eq!(kinds, ["checkpoint_diff", "data"]);
+        assert!(service.shared.lock().hold_next_checkpoint.is_none(), "one stream takes the hold");
     }
 
     #[test]

@@ -60,6 +60,10 @@ pub(crate) struct State {
     /// sends one, are preceded by a checkpoint line that is not valid
     /// ([`TestService::bad_next_checkpoint`](crate::TestService::bad_next_checkpoint)).
     pub(crate) bad_checkpoints: usize,
+    /// The next live checkpoint an open stream sends stops after this many
+    /// of its lines and the stream holds
+    /// ([`TestService::hold_next_checkpoint_after`](crate::TestService::hold_next_checkpoint_after)).
+    pub(crate) hold_next_checkpoint: Option<usize>,
     pub(crate) stats: Stats,
     pub(crate) ops_per_line: usize,
     /// Upload request bodies as received (`GET /dev/log`).
@@ -80,6 +84,7 @@ impl State {
             version: 0,
             fault_plans: VecDeque::new(),
             bad_checkpoints: 0,
+            hold_next_checkpoint: None,
             stats: Stats::default(),
             ops_per_line: options.ops_per_line.max(1),
             upload_log: Vec::new(),

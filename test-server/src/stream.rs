@@ -12,6 +12,8 @@ pub(crate) struct ChunkedLines {
     pub(crate) bytes: u64,
     /// The planned fault of this stream.
     pub(crate) fault: Option<Fault>,
+    /// Lines left before the stream holds (a held checkpoint).
+    pub(crate) hold_after: Option<usize>,
 }
 
 /// A fault planned for a stream.
@@ -31,10 +33,18 @@ pub(crate) enum StreamEnd {
     Stopped,
     /// The token expired; `{"token_expires_in": 0}` was the last line.
     TokenExpired,
+    /// A held checkpoint: the stream sends nothing more until the service
+    /// stops.
+    Held,
 }
 
 impl ChunkedLines {
     pub(crate) fn send(&mut self, line: &[u8]) -> io::Result<Result<(), StreamEnd>> {
+        match &mut self.hold_after {
+            Some(0) => return Ok(Err(StreamEnd::Held)),
+            Some(left) => *left -= 1,
+            None => {}
+        }
         match &mut self.fault {
             Some(Fault::Drop(0)) => return Ok(Err(StreamEnd::Dropped)),
             Some(Fault::Garbage(0)) => {
@@ -109,8 +119,8 @@ pub(crate) fn stream(
         state.stream_log.push(dev_control::stream_entry(request));
         state.fault_plans.pop_front()
     };
-    let mut out = ChunkedLines { out: raw, encoding, lines: 0, bytes: 0, fault };
-    let result = stream_lines(shared, &mut out, request, token, token_left);
+    let mut out = ChunkedLines { out: raw, encoding, lines: 0, bytes: 0, fault, hold_after: None };
+    let mut result = stream_lines(shared, &mut out, request, token, token_left);
     {
         let mut state = shared.lock();
         state.stats.lines_sent += out.lines;
@@ -126,6 +136,16 @@ pub(crate) fn stream(
     if let Ok(StreamEnd::Dropped) = result {
         let _ = out.out.write_all(b"\r\nconnection dropped by oplite-test-server\r\n");
         let _ = out.out.flush();
+    }
+    if let Ok(StreamEnd::Held) = result {
+        // Silent, as a service stuck in the middle of a checkpoint: no
+        // keep-alives either, until the service stops.
+        let mut state = shared.lock();
+        while !shared.stopping.load(Ordering::SeqCst) {
+            state = shared.changed.wait_timeout(state, Duration::from_millis(200)).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        drop(state);
+        result = out.finish().map(|()| StreamEnd::Stopped);
     }
     result.map(|_| ())
 }
@@ -160,6 +180,14 @@ pub(crate) fn send_by_priority(
         }
     }
     out.send_value(&lines::checkpoint_complete(last_op_id))
+}
+
+/// Before a checkpoint line: if a hold is planned, this stream takes it
+/// and holds after the checkpoint line and the planned number of lines.
+fn take_hold(shared: &Shared, out: &mut ChunkedLines) {
+    if let Some(lines) = shared.lock().hold_next_checkpoint.take() {
+        out.hold_after = Some(1 + lines);
+    }
 }
 
 pub(crate) fn stream_lines(
@@ -205,10 +233,12 @@ pub(crate) fn stream_lines(
         (checkpoint, sources, sent, sent_through, wc, state.version, state.ops_per_line)
     };
     let last_op_id = checkpoint["checkpoint"]["last_op_id"].as_str().unwrap_or("0").parse().unwrap_or(0);
+    take_hold(shared, out);
     send!(out.send_value(&checkpoint));
     if let Err(end) = send_by_priority(out, sources, ops_per_line, last_op_id)? {
         return Ok(end);
     }
+    out.hold_after = None;
 
     // Live: keep-alives, token expiry, and new checkpoints on changes.
     let mut last_keepalive = Instant::now();
@@ -276,10 +306,12 @@ pub(crate) fn stream_lines(
         }
         let last_op_id = state.last_op_id();
         drop(state);
+        take_hold(shared, out);
         send!(out.send_value(&lines::checkpoint_diff(last_op_id, wc, &updated, &removed)));
         if let Err(end) = send_by_priority(out, sources, ops_per_line, last_op_id)? {
             return Ok(end);
         }
+        out.hold_after = None;
         for name in &removed {
             sent.remove(name);
             sent_through.remove(name);
