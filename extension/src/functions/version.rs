@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::sqlite::{register_scalar, Purity};
 
 /// The PowerSync core version whose SQL surface oplite implements.
-pub const POWERSYNC_COMPAT_VERSION: &str = "0.5.3";
+pub const POWERSYNC_COMPAT_VERSION: &str = "0.5.4";
 
 /// oplite's own version.
 pub const OPLITE_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -4,9 +4,10 @@
 //! sent) is held here, per connection, outside the database, as in the
 //! reference core; rules not obvious from docs/protocol.md were observed on
 //! the reference core and are noted where they apply. A call that fails
-//! ends the iteration where the reference's does ([`ends_iteration`]); one
-//! that fails with a retryable error (BUSY, LOCKED) keeps it, with memory
-//! put back as it was before the call, so the host can retry. One thing
+//! keeps the iteration, with memory put back as it was before the call, as
+//! the reference's (0.5.4, core PR #218) prepares every change before it
+//! applies one: the host rolls the call's transaction back and goes on
+//! with the next event ([`ends_iteration`]). One thing
 //! differs on purpose (see docs/differences.md and docs/reliability.md):
 //! the iteration's memory must match the database, checked through
 //! [`OWNER_KEY`]. The copy that restoring needs costs 2.3 µs with 1,000
@@ -118,23 +119,16 @@ pub enum ControlResult {
     Value(Option<i64>),
 }
 
-/// Whether a failed `powersync_control` call ends the sync iteration, as
-/// the reference's does: an error while the iteration handles its event
-/// (a line that does not decode or apply, a failed write, a failed start)
-/// ends it, and the host's `stop` then answers `[]`; the SDKs report that
-/// error as the sync error. An argument the reference checks before the
-/// event reaches its iteration (the payload's type, `start`'s options, an
-/// unknown connection event or subscription list) does not, and neither
-/// does a retryable error (BUSY, LOCKED), which the host may retry.
-fn ends_iteration(op: &str, err: &OpliteError) -> bool {
-    let argument = matches!(err, OpliteError::InvalidArgument { .. } | OpliteError::Malformed { .. });
-    !err.is_retryable()
-        && match op {
-            "line_text" | "line_binary" => !matches!(err, OpliteError::InvalidArgument { type_mismatch: true, .. }),
-            "start" | "connection" | "update_subscriptions" => !argument,
-            "stop" | "completed_upload" | "refreshed_token" => true,
-            _ => false,
-        }
+/// Whether a failed `powersync_control` call ends the sync iteration.
+/// Since core 0.5.4 (PR #218) no error does: a line that does not decode
+/// or apply, a failed write, a failed `completed_upload` or a failed
+/// `start` (which keeps the iteration it would have replaced) leave the
+/// iteration as it was before the call, and the next event goes on from
+/// there. Only `stop`, which ends the iteration before anything can fail,
+/// ends it. (oplite's own ownership check, [`OWNER_KEY`], still ends an
+/// iteration whose earlier calls were rolled back.)
+fn ends_iteration(op: &str, _err: &OpliteError) -> bool {
+    op == "stop"
 }
 
 fn no_iteration() -> OpliteError {
@@ -217,8 +211,7 @@ impl SyncClient {
             "connection" => match payload.text("connection")? {
                 "established" => {
                     let iteration = self.iteration.as_mut().ok_or_else(no_iteration)?;
-                    iteration.status.connected = true;
-                    iteration.status.connecting = false;
+                    iteration.status.mark_connected();
                     self.emit_status(&mut out);
                 }
                 "end" => {
@@ -230,8 +223,8 @@ impl SyncClient {
                 }
             },
             "refreshed_token" => {
-                self.iteration.take().ok_or_else(no_iteration)?;
-                out.push(Instruction::CloseSyncStream { hide_disconnect: true });
+                self.iteration.as_ref().ok_or_else(no_iteration)?;
+                self.close(true, &mut out);
             }
             "completed_upload" => self.completed_upload(db, &mut out)?,
             "target_checkpoint_request_id" => return Ok(ControlResult::Value(requests::probe_target(db, payload)?)),
@@ -258,8 +251,7 @@ impl SyncClient {
                 let active = streams::parse_active_streams(payload.text("update_subscriptions")?)?;
                 let iteration = self.iteration.as_mut().ok_or_else(no_iteration)?;
                 if iteration.streams.update(db, active)? {
-                    self.iteration = None;
-                    out.push(Instruction::CloseSyncStream { hide_disconnect: true });
+                    self.close(true, &mut out);
                 }
             }
             // Subscribing needs no iteration and returns NULL, as in the reference.
@@ -358,22 +350,32 @@ impl SyncClient {
         Ok(())
     }
 
-    fn stop(&mut self, db: &Connection, out: &mut Vec<Instruction>) -> Result<()> {
+    fn stop(&mut self, _db: &Connection, out: &mut Vec<Instruction>) -> Result<()> {
+        self.close(false, out);
+        Ok(())
+    }
+
+    /// Ends the iteration (if any) as every close of the stream does since
+    /// core 0.5.4 (a stop, the stream's end, a checksum failure, an expired
+    /// or refreshed token, changed subscriptions): the status marked
+    /// disconnected, sent when it differs from the last one sent, then
+    /// CloseSyncStream. The status is the iteration's, which holds the
+    /// priorities as stored (start and every apply read them back), so a
+    /// close needs no statement and cannot fail.
+    fn close(&mut self, hide_disconnect: bool, out: &mut Vec<Instruction>) {
         let Some(iteration) = self.iteration.take() else {
-            return Ok(());
+            return;
         };
-        let mut status = SyncStatus {
-            priority_status: storage::sync_state(db)?,
-            streams: iteration.status.streams,
-            ..Default::default()
-        };
+        let mut status = iteration.status;
+        status.connected = false;
+        status.connecting = false;
+        status.internal_last_applied_checkpoint_request_id = None;
         status.stop_downloading();
         if self.last_emitted.as_ref() != Some(&status) {
             self.last_emitted = Some(status.clone());
             out.push(Instruction::UpdateSyncStatus { status });
         }
-        out.push(Instruction::CloseSyncStream { hide_disconnect: false });
-        Ok(())
+        out.push(Instruction::CloseSyncStream { hide_disconnect });
     }
 
     /// Pushes an UpdateSyncStatus when the iteration's status differs from
@@ -389,13 +391,16 @@ impl SyncClient {
 
     fn line(&mut self, db: &Connection, line: SyncLine<'_>, size: usize, out: &mut Vec<Instruction>) -> Result<()> {
         let iteration = self.iteration.as_mut().ok_or_else(no_iteration)?;
-        iteration.status.connected = true;
-        iteration.status.connecting = false;
         // Lines that change sync state (the others change nothing stored).
         let changes_state = !matches!(line, SyncLine::TokenExpiresIn(_) | SyncLine::Unknown(_));
         // Diagnostics follow the status update, as in the reference.
         let mut diagnostics = Vec::new();
-        let keep_going = match line {
+        // Since core 0.5.4 only some lines mark the status connected: a
+        // checkpoint (or diff), a keep-alive that keeps the stream, an
+        // unknown line and a partial completion that local data blocks. A
+        // data line or an applied completion leaves it as it was.
+        // `Some(hide_disconnect)` closes the stream.
+        let close: Option<bool> = match line {
             SyncLine::Checkpoint(checkpoint) => {
                 let target = TargetCheckpoint {
                     last_op_id: checkpoint.last_op_id,
@@ -405,7 +410,7 @@ impl SyncClient {
                 };
                 iteration.set_checkpoint(db, target, out)?;
                 iteration.report_checkpoint(&mut diagnostics);
-                true
+                None
             }
             SyncLine::CheckpointDiff(diff) => {
                 let Some(previous) = &iteration.checkpoint else {
@@ -440,7 +445,7 @@ impl SyncClient {
                 }
                 iteration.set_checkpoint(db, target, out)?;
                 iteration.report_checkpoint(&mut diagnostics);
-                true
+                None
             }
             SyncLine::CheckpointComplete(_) => {
                 if iteration.checkpoint.is_none() {
@@ -448,7 +453,15 @@ impl SyncClient {
                         message: "Received checkpoint complete without previous checkpoint".into(),
                     });
                 }
-                iteration.complete_full(db, out, CompletionKind::Line, self.strategy, &mut self.last_apply, &mut self.prepared)?
+                let keep_going = iteration.complete_full(
+                    db,
+                    out,
+                    CompletionKind::Line,
+                    self.strategy,
+                    &mut self.last_apply,
+                    &mut self.prepared,
+                )?;
+                (!keep_going).then_some(false)
             }
             SyncLine::PartialCheckpointComplete(partial) => {
                 if iteration.checkpoint.is_none() {
@@ -457,7 +470,15 @@ impl SyncClient {
                         reason: "invalid state: Received checkpoint complete without previous checkpoint".into(),
                     });
                 }
-                iteration.complete_partial(db, partial.priority, out, self.strategy, &mut self.last_apply, &mut self.prepared)?
+                let keep_going = iteration.complete_partial(
+                    db,
+                    partial.priority,
+                    out,
+                    self.strategy,
+                    &mut self.last_apply,
+                    &mut self.prepared,
+                )?;
+                (!keep_going).then_some(false)
             }
             SyncLine::Data(data) => {
                 let stored = store_data_line(db, &data, size, &mut self.known_keys)?;
@@ -470,40 +491,42 @@ impl SyncClient {
                     }
                 }
                 iteration.report_data_line(&data, &mut diagnostics);
-                true
+                None
             }
             SyncLine::TokenExpiresIn(seconds) => {
                 // A keep-alive: the streams in use live on.
                 iteration.streams.keep_alive(db)?;
                 if seconds <= 0 {
                     out.push(Instruction::FetchCredentials { did_expire: true });
-                    out.push(Instruction::CloseSyncStream { hide_disconnect: false });
-                    false
+                    Some(false)
                 } else if seconds <= 30 {
                     out.push(Instruction::FetchCredentials { did_expire: false });
-                    true
+                    iteration.status.mark_connected();
+                    None
                 } else if iteration.streams.request_changed(db)? {
                     // Subscriptions expired or changed since the request:
                     // reconnect with the new one.
-                    out.push(Instruction::CloseSyncStream { hide_disconnect: true });
-                    false
+                    Some(true)
                 } else {
-                    true
+                    iteration.status.mark_connected();
+                    None
                 }
             }
             SyncLine::Unknown(_) => {
                 out.push(Instruction::log(Severity::Debug, "Unknown sync line"));
-                true
+                iteration.status.mark_connected();
+                None
             }
         };
-        if keep_going {
-            if changes_state {
-                self.advance(db)?;
+        match close {
+            None => {
+                if changes_state {
+                    self.advance(db)?;
+                }
+                self.emit_status(out);
+                out.extend(diagnostics.into_iter().map(Instruction::HandleDiagnostics));
             }
-            self.emit_status(out);
-            out.extend(diagnostics.into_iter().map(Instruction::HandleDiagnostics));
-        } else {
-            self.iteration = None;
+            Some(hide_disconnect) => self.close(hide_disconnect, out),
         }
         Ok(())
     }
@@ -537,20 +560,25 @@ impl Iteration {
         gone.sort();
         storage::delete_buckets(db, &gone)?;
 
-        // The server's counts no longer fit ours (compaction, a CLEAR):
-        // start progress from zero for every bucket, as the reference does.
-        // A bucket without a count counts as 0 there.
-        let stale = target.buckets.iter().any(|b| {
-            // (A bucket named here is never one of those just deleted.)
-            let counters = self.counters.get(&b.bucket);
-            b.count.unwrap_or(0) < counters.at_last + counters.since_last
-        });
-        let reset = if stale {
-            storage::reset_counters(db)?;
-            Some(CounterMap::new(storage::counters(db)?))
-        } else {
-            None
-        };
+        // A bucket whose server count no longer fits ours (compaction, a
+        // CLEAR) starts its progress from zero; since core 0.5.4 the other
+        // buckets keep theirs. A bucket without a count counts as 0, and
+        // the last entry of a name is the one that counts, as there.
+        let mut counts: HashMap<&str, i64> = HashMap::with_capacity(target.buckets.len());
+        for bucket in &target.buckets {
+            counts.insert(&bucket.bucket, bucket.count.unwrap_or(0));
+        }
+        let mut stale: Vec<&str> = counts
+            .iter()
+            .filter(|(name, count)| {
+                // (A bucket named here is never one of those just deleted.)
+                let counters = self.counters.get(name);
+                **count < counters.at_last + counters.since_last
+            })
+            .map(|(name, _)| *name)
+            .collect();
+        stale.sort_unstable();
+        storage::reset_counters(db, &stale)?;
         let mut warnings = Vec::new();
         let stream_status =
             streams::resolve(db, &target.streams, &self.streams.requested_ids, &target.buckets, &mut warnings)?;
@@ -562,12 +590,13 @@ impl Iteration {
             self.counters.remove(name);
         }
         deletable.extend(named.iter().map(|b| (*b).to_owned()));
-        if let Some(counters) = reset {
-            self.counters = counters;
+        for name in &stale {
+            self.counters.insert(name, Default::default());
         }
         let progress = Progress::compute(&target.buckets, &stream_status, &self.counters);
         self.checkpoint = Some(Arc::new(target));
         self.pending_apply = false;
+        self.status.mark_connected();
         self.status.streams = stream_status;
         progress.publish(&mut self.status);
         self.progress = Some(progress);
@@ -590,8 +619,9 @@ impl Iteration {
     /// Compares stored checksums with the checkpoint's for buckets of
     /// priority `<= max_priority`. On a mismatch, deletes the failing
     /// buckets (so they download again), logs a WARNING naming each with its
-    /// expected and actual values, closes the stream and returns false.
-    fn validate(&self, db: &Connection, max_priority: i32, what: &str, out: &mut Vec<Instruction>) -> Result<bool> {
+    /// expected and actual values (worded alike for a partial checkpoint
+    /// since core 0.5.4) and returns false: the caller closes the stream.
+    fn validate(&self, db: &Connection, max_priority: i32, out: &mut Vec<Instruction>) -> Result<bool> {
         let (failed_names, failures) = self.checksum_failures(db, max_priority)?;
         if failures.is_empty() {
             return Ok(true);
@@ -599,9 +629,8 @@ impl Iteration {
         storage::delete_buckets(db, &failed_names)?;
         out.push(Instruction::log(
             Severity::Warning,
-            format!("Could not apply {what}, Checksums didn't match, failed for: {}", failures.join(", ")),
+            format!("Could not apply checkpoint, Checksums didn't match, failed for: {}", failures.join(", ")),
         ));
-        out.push(Instruction::CloseSyncStream { hide_disconnect: false });
         Ok(false)
     }
 
@@ -658,18 +687,17 @@ impl Iteration {
         last_apply: &mut Option<ApplyReport>,
         prepared: &mut Option<sync_local::Apply>,
     ) -> Result<bool> {
-        if kind == CompletionKind::Line && !self.validate(db, i32::MAX, "checkpoint", out)? {
+        if kind == CompletionKind::Line && !self.validate(db, i32::MAX, out)? {
             return Ok(false);
         }
         let checkpoint = self.checkpoint.clone().expect("completed without checkpoint");
-        if kind == CompletionKind::AfterUpload {
-            // As in the reference, a pending checkpoint gets one retry, and
-            // none when it is older than the gate (no write checkpoint
-            // counts as older than any): it cannot confirm the uploads.
-            self.pending_apply = false;
-            if checkpoint.write_checkpoint < kv::int(db, kv::TARGET)? {
-                return Ok(true);
-            }
+        // Since core 0.5.4 a pending checkpoint stays pending until a
+        // checkpoint is applied (or a new one arrives): every upload
+        // retries it, except while it is older than the gate (no write
+        // checkpoint counts as older than any): it cannot confirm the
+        // uploads.
+        if kind == CompletionKind::AfterUpload && checkpoint.write_checkpoint < kv::int(db, kv::TARGET)? {
+            return Ok(true);
         }
         // A validated checkpoint moves every bucket to its op id, applied or
         // not: the next request resumes from there. A retry records it
@@ -685,6 +713,7 @@ impl Iteration {
             match kind {
                 CompletionKind::Line => {
                     self.pending_apply = true;
+                    out.push(Instruction::CheckpointDelayedDueToLocalData {});
                     out.push(Instruction::log(
                         Severity::Info,
                         "Could not apply checkpoint due to local data. Will retry at completed upload or next checkpoint.",
@@ -694,6 +723,13 @@ impl Iteration {
                     Severity::Warning,
                     "Could not apply pending checkpoint even after completed upload",
                 )),
+            }
+            // Since core 0.5.4, a checkpoint whose buckets are all of
+            // priority 0 is applied as a priority-0 partial checkpoint
+            // (which local data never blocks), staying pending in full.
+            let all_highest = !checkpoint.buckets.is_empty() && checkpoint.buckets.iter().all(|b| b.priority() == 0);
+            if all_highest {
+                self.apply_partial(db, 0, &checkpoint, setting, last_apply, prepared)?;
             }
             return Ok(true);
         }
@@ -740,19 +776,40 @@ impl Iteration {
         last_apply: &mut Option<ApplyReport>,
         prepared: &mut Option<sync_local::Apply>,
     ) -> Result<bool> {
-        if !self.validate(db, priority, "partial checkpoint", out)? {
+        if !self.validate(db, priority, out)? {
             return Ok(false);
         }
-        let checkpoint = self.checkpoint.as_ref().expect("partial completion without checkpoint");
-        let names: Vec<&str> =
-            checkpoint.buckets.iter().filter(|b| b.priority() <= priority).map(|b| &*b.bucket).collect();
+        let checkpoint = self.checkpoint.clone().expect("partial completion without checkpoint");
         // Priority 0 may be applied while uploads are pending; others wait
         // (with their buckets at the checkpoint's op id; an apply records
-        // that in mark_buckets_applied).
+        // that in mark_buckets_applied), and the stream counts as connected.
         if priority > 0 && !Self::local_data_allows(db)? {
+            let names: Vec<&str> =
+                checkpoint.buckets.iter().filter(|b| b.priority() <= priority).map(|b| &*b.bucket).collect();
             storage::set_last_op(db, &names, checkpoint.last_op_id)?;
+            out.push(Instruction::CheckpointDelayedDueToLocalData {});
+            self.status.mark_connected();
             return Ok(true);
         }
+        self.apply_partial(db, priority, &checkpoint, setting, last_apply, prepared)?;
+        // As in the reference, any applied checkpoint ends a pending one.
+        self.pending_apply = false;
+        Ok(true)
+    }
+
+    /// Applies the buckets of priority `<= priority` of `checkpoint` and
+    /// records the partial sync, in storage and in the status.
+    fn apply_partial(
+        &mut self,
+        db: &Connection,
+        priority: i32,
+        checkpoint: &TargetCheckpoint,
+        setting: Setting,
+        last_apply: &mut Option<ApplyReport>,
+        prepared: &mut Option<sync_local::Apply>,
+    ) -> Result<()> {
+        let names: Vec<&str> =
+            checkpoint.buckets.iter().filter(|b| b.priority() <= priority).map(|b| &*b.bucket).collect();
         let ids = storage::bucket_ids(db, &names)?;
         let report = stepped::apply(db, prepared, Scope::Buckets(ids.clone()), setting, self.raw_tables.as_deref())?;
         *last_apply = Some(report);
@@ -760,7 +817,7 @@ impl Iteration {
         let synced_at = storage::record_sync(db, priority)?;
         streams::mark_synced(db, &mut self.status.streams, Some(priority), synced_at)?;
         self.status.priority_status = storage::sync_state(db)?;
-        Ok(true)
+        Ok(())
     }
 }
 

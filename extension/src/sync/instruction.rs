@@ -63,6 +63,13 @@ pub enum Instruction {
     FlushFileSystem {},
     /// A checkpoint was applied completely.
     DidCompleteSync(CompletedSync),
+    /// Local data (pending uploads, or a write checkpoint the server has
+    /// not confirmed) kept a completed checkpoint from being applied. The
+    /// SDKs' download-only mode reports it as an error (its writes would
+    /// never be uploaded); others ignore it. Sent for a blocked
+    /// `checkpoint_complete` and a blocked `partial_checkpoint_complete`,
+    /// not for a failed retry after `completed_upload`.
+    CheckpointDelayedDueToLocalData {},
     /// Sync diagnostics (only when `start` asked for them).
     HandleDiagnostics(super::diagnostics::DiagnosticsEvent),
 }

@@ -35,6 +35,12 @@ pub struct SyncStatus {
 }
 
 impl SyncStatus {
+    /// The stream is open and has answered.
+    pub fn mark_connected(&mut self) {
+        self.connected = true;
+        self.connecting = false;
+    }
+
     /// No checkpoint is being downloaded any more: no progress to report,
     /// for priorities or streams.
     pub fn stop_downloading(&mut self) {

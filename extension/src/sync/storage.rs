@@ -64,11 +64,18 @@ pub fn counters(db: &Connection) -> Result<HashMap<String, Counters>> {
     rows.collect::<rusqlite::Result<_>>().context("reading bucket counters")
 }
 
-/// Sets every bucket's progress counters to zero (the server's counts no
+/// Sets these buckets' progress counters to zero (the server's counts no
 /// longer fit the local ones, e.g. after compaction).
-pub fn reset_counters(db: &Connection) -> Result<()> {
-    db.execute("UPDATE OR FAIL ps_buckets SET count_at_last = 0, count_since_last = 0", [])
+pub fn reset_counters(db: &Connection, names: &[&str]) -> Result<()> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let mut stmt = db
+        .prepare_cached("UPDATE OR FAIL ps_buckets SET count_at_last = 0, count_since_last = 0 WHERE name = ?1")
         .context("resetting bucket counters")?;
+    for name in names {
+        stmt.execute([name]).context("resetting bucket counters")?;
+    }
     Ok(())
 }
 

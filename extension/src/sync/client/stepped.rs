@@ -141,7 +141,16 @@ impl Iteration {
             Some(wc) => Some(wc),
             None => kv::int(db, kv::LAST_SEEN)?,
         };
-        Ok(Self::local_data_allows_seen(db, seen)?.then_some(Scope::Full))
+        if Self::local_data_allows_seen(db, seen)? {
+            return Ok(Some(Scope::Full));
+        }
+        // Blocked: a checkpoint of priority-0 buckets only is applied as
+        // their partial checkpoint (see complete_full).
+        if !checkpoint.buckets.is_empty() && checkpoint.buckets.iter().all(|b| b.priority() == 0) {
+            let names: Vec<&str> = checkpoint.buckets.iter().map(|b| &*b.bucket).collect();
+            return Ok(Some(Scope::Buckets(storage::bucket_ids(db, &names)?)));
+        }
+        Ok(None)
     }
 
     /// Whether [`Iteration::complete_partial`] would apply, and which buckets.
