@@ -314,6 +314,39 @@ fn a_table_with_only_id_gets_do_nothing() {
     pair.assert_same_tables();
 }
 
+#[test]
+fn inferred_statements_follow_the_local_table() {
+    // A column the app adds between two checkpoints is synced from the
+    // next one on (the inferred statement is read again).
+    let mut pair = pair_with(THINGS, "things", "SELECT * FROM things ORDER BY id");
+    start(&mut pair, json!([{"name": "things", "table_name": "things"}]));
+    sync(&mut pair, 1, vec![op(1, "things", "t1", Some(r#"{"a": 1, "b": 2, "c": 3}"#))]);
+    pair.execute("ALTER TABLE things ADD COLUMN c");
+    sync(&mut pair, 2, vec![op(2, "things", "t2", Some(r#"{"a": 1, "b": 2, "c": 3}"#))]);
+    pair.execute("ALTER TABLE things DROP COLUMN b");
+    sync(&mut pair, 3, vec![op(3, "things", "t1", Some(r#"{"a": 5, "b": 6, "c": 7}"#))]);
+
+    // A row the inferred put cannot store fails the apply alike (code,
+    // and nothing stored).
+    let mut pair = pair_with(
+        "CREATE TABLE strict_things(id TEXT PRIMARY KEY NOT NULL, a INTEGER NOT NULL, b TEXT) STRICT;",
+        "strict_things",
+        "SELECT * FROM strict_things ORDER BY id",
+    );
+    start(&mut pair, json!([{"name": "strict_things", "table_name": "strict_things"}]));
+    sync(&mut pair, 1, vec![op(1, "strict_things", "s1", Some(r#"{"a": 1, "b": "x"}"#))]);
+    for (i, data) in [r#"{"b": "no a"}"#, r#"{"a": "text", "b": "x"}"#, r#"{"a": 1.5}"#].into_iter().enumerate() {
+        let mut pair = pair_with(
+            "CREATE TABLE strict_things(id TEXT PRIMARY KEY NOT NULL, a INTEGER NOT NULL, b TEXT) STRICT;",
+            "strict_things",
+            "SELECT * FROM strict_things ORDER BY id",
+        );
+        start(&mut pair, json!([{"name": "strict_things", "table_name": "strict_things"}]));
+        let complete = send(&mut pair, 1, vec![op(1, "strict_things", &format!("s{i}"), Some(data))]);
+        apply_fails_alike(&mut pair, &complete, "");
+    }
+}
+
 /// Creates the three triggers for `definition` on both cores and compares
 /// the triggers they store (the names and SQL; none when a core creates
 /// none).
@@ -406,6 +439,20 @@ fn local_only_raw_tables_queue_nothing() {
         assert!(ours.to_string().contains("Cannot update id"), "{ours}");
         pair.assert_same_tables();
     }
+    // local_only changes nothing for the sync apply and for clearing:
+    // synced rows are stored, and powersync_clear runs the clear statement.
+    let mut pair = pair_with(THINGS, "things", THINGS_QUERY);
+    let definition = json!({"name": "things", "table_name": "things", "local_only": true, "clear": "DELETE FROM things"});
+    pair.replace_schema(&json!({"tables": [], "raw_tables": [definition]}));
+    create_triggers(&mut pair, &definition, "things");
+    start(&mut pair, json!([definition]));
+    sync(&mut pair, 1, vec![op(1, "things", "t1", Some(r#"{"a": 1, "b": 2}"#))]);
+    pair.execute("BEGIN; INSERT INTO things VALUES ('local', 3, 3); COMMIT;");
+    pair.control("stop", Arg::Null);
+    pair.execute("BEGIN; SELECT powersync_clear(0); COMMIT;");
+    pair.assert_same_tables();
+    assert_eq!(common::schema::texts(&pair.ours, "SELECT count(*) FROM things"), ["0"]);
+
     // local_only: false queues as before.
     let mut pair = pair_with(THINGS, "things", THINGS_QUERY);
     create_triggers(&mut pair, &json!({"name": "things", "table_name": "things", "local_only": false}), "things");
