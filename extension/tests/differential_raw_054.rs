@@ -273,6 +273,17 @@ fn numbers_that_fit_an_i64_bind_as_integer() {
     let mut pair = pair_with(NUMBERS, "numbers", NUMBERS_QUERY);
     start(&mut pair, json!([{"name": "numbers", "table_name": "numbers"}]));
     sync(&mut pair, 1, number_ops());
+    // The same values inside Rest (rendered by serde_json in both) and Row.
+    let mut pair = pair_with(ROWS, "rows", ROWS_QUERY);
+    start(
+        &mut pair,
+        json!([{"name": "rows",
+            "put": {"sql": "INSERT OR REPLACE INTO rows(id, whole, rest) VALUES (?, ?, ?)", "params": ["Id", "Row", "Rest"]},
+            "delete": {"sql": "DELETE FROM rows WHERE id = ?", "params": ["Id"]}}]),
+    );
+    let fields: Vec<String> = VALUES.iter().enumerate().map(|(i, v)| format!(r#""f{i:02}": {v}"#)).collect();
+    sync(&mut pair, 1, vec![op(1, "rows", "all", Some(&format!("{{{}, \"id\": \"ignored\"}}", fields.join(", "))))]);
+
     // An integer bound where SQL compares it: `WHERE v = ?` finds an
     // INTEGER 1 (a REAL 1.0 would find it too, but typeof tells).
     let mut pair = pair_with(NUMBERS, "numbers", NUMBERS_QUERY);
