@@ -391,6 +391,7 @@ fn rejected_writes_are_rolled_back() {
         "DELETE FROM things WHERE id = 't2'",
         "DELETE FROM things",
         "UPDATE things SET id = 'x' WHERE id = 't1'",
+        "INSERT INTO things VALUES ('t1', 9, 9) ON CONFLICT (id) DO UPDATE SET a = 9",
     ] {
         fails_alike(&pair, sql, "Unexpected update on insert-only table");
         // The same statement as its own, in autocommit.
@@ -400,6 +401,10 @@ fn rejected_writes_are_rolled_back() {
         assert!(ours.to_string().contains("Unexpected update on insert-only table"), "{ours}");
         pair.assert_same_tables();
     }
+    // REPLACE removes the old row without a DELETE trigger: accepted, and
+    // queued as a PUT, alike.
+    pair.execute("INSERT OR REPLACE INTO things VALUES ('t1', 5, 5)");
+    pair.assert_same_tables();
     // Inside a transaction the statement is undone, the transaction and
     // its earlier writes stay.
     for db in [&pair.ours, &pair.theirs] {
