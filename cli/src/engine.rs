@@ -67,6 +67,9 @@ pub enum Instruction {
         /// The write checkpoint it carried.
         applied_checkpoint_request_id: Option<String>,
     },
+    /// A complete checkpoint waits for local writes: ps_crud has entries,
+    /// or the write checkpoint confirming an upload has not arrived yet.
+    CheckpointDelayedDueToLocalData,
     /// An instruction this host does not know (logged, ignored).
     Unknown(String),
 }
@@ -98,6 +101,7 @@ fn parse_instruction(item: Value) -> Instruction {
             hide_disconnect: payload.get("hide_disconnect").and_then(Value::as_bool).unwrap_or(false),
         },
         "FlushFileSystem" => Instruction::FlushFileSystem,
+        "CheckpointDelayedDueToLocalData" => Instruction::CheckpointDelayedDueToLocalData,
         "DidCompleteSync" => Instruction::DidCompleteSync {
             applied_checkpoint_request_id: payload
                 .get("applied_checkpoint_request_id")
@@ -389,6 +393,14 @@ impl Database {
     pub fn has_pending_uploads(&self) -> Result<bool, Error> {
         self.conn
             .query_row("SELECT EXISTS (SELECT 1 FROM ps_crud)", [], |r| r.get(0))
+            .map_err(|e| Error::Database(format!("reading ps_crud: {e}")))
+    }
+
+    /// Entries in the upload queue.
+    pub fn pending_upload_count(&self) -> Result<u64, Error> {
+        self.conn
+            .query_row("SELECT count(*) FROM ps_crud", [], |r| r.get::<_, i64>(0))
+            .map(|n| n.max(0) as u64)
             .map_err(|e| Error::Database(format!("reading ps_crud: {e}")))
     }
 

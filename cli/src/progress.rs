@@ -220,6 +220,12 @@ impl Progress {
         self.last.downloading
     }
 
+    /// The download in progress, as (ops downloaded, ops it needs), if the
+    /// last status had one.
+    pub fn download(&self) -> Option<(u64, u64)> {
+        self.last.downloading.then_some((self.last.downloaded, self.last.total))
+    }
+
     /// Shows the bytes received so far.
     pub fn bytes(&mut self, bytes: u64) {
         self.bytes = bytes;

@@ -18,15 +18,85 @@ pub enum Outcome {
     Interrupted,
     /// `--timeout` passed before a complete sync.
     TimedOut { seconds: u64 },
+    /// Live mode: `--timeout` passed after at least one complete sync of
+    /// this run. The file holds the last complete checkpoint; what was
+    /// under way at the end is resumed by the next run.
+    TimedOutSynced(TimedOutSynced),
     /// `--once`: this many connection attempts in a row failed.
     GaveUp { attempts: u32, last_error: String },
+}
+
+/// How a live run that had synced stood when its `--timeout` passed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimedOutSynced {
+    /// The timeout, in whole seconds.
+    pub seconds: u64,
+    /// When the last checkpoint was applied, in seconds since the Unix
+    /// epoch (shown as a UTC time of day).
+    pub last_sync_unix: u64,
+    /// How long before the end it was applied, in milliseconds.
+    pub last_sync_before_end_ms: u64,
+    /// A checkpoint being downloaded: (ops downloaded, ops it needs).
+    pub download: Option<(u64, u64)>,
+    /// Local writes not yet confirmed by an applied checkpoint.
+    pub upload: Option<UploadInProgress>,
+}
+
+/// Local writes under way when a run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UploadInProgress {
+    /// This many `ps_crud` entries were not uploaded yet.
+    Queued(u64),
+    /// Everything was uploaded; the checkpoint carrying this write
+    /// checkpoint (None: not asked for yet) was not applied yet.
+    AwaitingWriteCheckpoint(Option<i64>),
+}
+
+/// `HH:MM:SS` of a Unix time, in UTC.
+fn utc_time_of_day(unix: u64) -> String {
+    let seconds = unix % 86_400;
+    format!("{:02}:{:02}:{:02}", seconds / 3600, seconds / 60 % 60, seconds % 60)
+}
+
+impl TimedOutSynced {
+    /// What follows `into FILE` on the summary's first line: the last
+    /// complete sync, and what was in progress.
+    pub fn detail(&self) -> String {
+        let mut under_way = Vec::new();
+        if let Some((downloaded, total)) = self.download {
+            under_way.push(format!(
+                "a download was in progress ({} of {} ops of a newer checkpoint, not applied; the next run resumes it)",
+                crate::progress::format_count(downloaded),
+                crate::progress::format_count(total)
+            ));
+        }
+        match &self.upload {
+            Some(UploadInProgress::Queued(n)) => under_way.push(format!(
+                "an upload was in progress ({} not uploaded yet)",
+                crate::progress::count_of(*n, "entry", "entries")
+            )),
+            Some(UploadInProgress::AwaitingWriteCheckpoint(Some(wc))) => {
+                under_way.push(format!("an upload was in progress (uploaded, waiting for write checkpoint {wc})"))
+            }
+            Some(UploadInProgress::AwaitingWriteCheckpoint(None)) => {
+                under_way.push("an upload was in progress (uploaded, its write checkpoint not asked for yet)".into())
+            }
+            None => {}
+        }
+        let in_progress = if under_way.is_empty() { "no download or upload was in progress".to_owned() } else { under_way.join(" and ") };
+        format!(
+            "; last complete sync at {} UTC, {:.1} s before the end; {in_progress}",
+            utc_time_of_day(self.last_sync_unix),
+            self.last_sync_before_end_ms as f64 / 1000.0
+        )
+    }
 }
 
 impl Outcome {
     /// The exit code of `oplite sync` (docs/cli.md, "Exit codes").
     pub fn exit_code(&self) -> u8 {
         match self {
-            Outcome::Synced | Outcome::Stopped => 0,
+            Outcome::Synced | Outcome::Stopped | Outcome::TimedOutSynced(_) => 0,
             Outcome::TimedOut { .. } => 3,
             Outcome::GaveUp { .. } => 4,
             Outcome::Interrupted => 130,
@@ -40,6 +110,7 @@ impl Outcome {
             Outcome::Stopped => "stopped (Ctrl-C), synced".into(),
             Outcome::Interrupted => "interrupted (Ctrl-C) before a complete sync".into(),
             Outcome::TimedOut { seconds } => format!("timed out after {seconds} s before a complete sync"),
+            Outcome::TimedOutSynced(t) => format!("stopped at the timeout ({} s), synced", t.seconds),
             Outcome::GaveUp { attempts, last_error } => {
                 format!("gave up after {attempts} failed connection attempts in a row (last: {last_error})")
             }
@@ -106,8 +177,11 @@ pub fn summary_text(summary: &Summary, db_path: &std::path::Path) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let rate = if summary.seconds > 0.0 { summary.ops as f64 / summary.seconds } else { 0.0 };
-    let _ = match summary.outcome {
+    let _ = match &summary.outcome {
         Outcome::Synced | Outcome::Stopped => writeln!(out, "{} into {}", summary.outcome.headline(), db_path.display()),
+        Outcome::TimedOutSynced(t) => {
+            writeln!(out, "{} into {}{}", summary.outcome.headline(), db_path.display(), t.detail())
+        }
         _ => writeln!(out, "{} ({} holds what was applied before)", summary.outcome.headline(), db_path.display()),
     };
     let _ = writeln!(
@@ -174,6 +248,38 @@ pub fn summary_text(summary: &Summary, db_path: &std::path::Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timeout_after_a_sync_says_when_it_synced_and_what_was_under_way() {
+        let base = TimedOutSynced {
+            seconds: 75,
+            last_sync_unix: 86_400 * 3 + 3600 * 14 + 60 * 5 + 9,
+            last_sync_before_end_ms: 12_345,
+            download: None,
+            upload: None,
+        };
+        let outcome = Outcome::TimedOutSynced(base.clone());
+        assert_eq!(outcome.exit_code(), 0);
+        let summary = Summary { outcome, ..Summary::default() };
+        let first = summary_text(&summary, std::path::Path::new("a.db")).lines().next().unwrap().to_owned();
+        assert_eq!(
+            first,
+            "stopped at the timeout (75 s), synced into a.db; last complete sync at 14:05:09 UTC, 12.3 s before the end; no download or upload was in progress"
+        );
+        let cases = [
+            (Some((1500, 2000)), None, "a download was in progress (1,500 of 2,000 ops of a newer checkpoint, not applied; the next run resumes it)"),
+            (None, Some(UploadInProgress::Queued(1)), "an upload was in progress (1 entry not uploaded yet)"),
+            (None, Some(UploadInProgress::Queued(3)), "an upload was in progress (3 entries not uploaded yet)"),
+            (None, Some(UploadInProgress::AwaitingWriteCheckpoint(Some(4))), "an upload was in progress (uploaded, waiting for write checkpoint 4)"),
+            (None, Some(UploadInProgress::AwaitingWriteCheckpoint(None)), "an upload was in progress (uploaded, its write checkpoint not asked for yet)"),
+            (Some((0, 1)), Some(UploadInProgress::Queued(2)), "a download was in progress (0 of 1 ops of a newer checkpoint, not applied; the next run resumes it) and an upload was in progress (2 entries not uploaded yet)"),
+        ];
+        for (download, upload, expected) in cases {
+            let detail = TimedOutSynced { download, upload, ..base.clone() }.detail();
+            assert_eq!(detail, format!("; last complete sync at 14:05:09 UTC, 12.3 s before the end; {expected}"));
+        }
+        assert_eq!(Outcome::TimedOut { seconds: 3 }.exit_code(), 3);
+    }
 
     #[test]
     fn the_summary_uses_the_singular_for_one() {

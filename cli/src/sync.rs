@@ -28,7 +28,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 use ureq::Agent;
@@ -38,7 +38,7 @@ use crate::credentials::TokenSource;
 use crate::engine::{Database, Instruction, Payload, LINES_PER_COMMIT};
 use crate::http::{self, RequestError, StreamEvent};
 use crate::progress::Progress;
-use crate::summary::{Outcome, Summary};
+use crate::summary::{Outcome, Summary, TimedOutSynced, UploadInProgress};
 use crate::Error;
 
 /// Exponential backoff between reconnects.
@@ -173,6 +173,14 @@ struct Session<'a> {
     requests_seeded: bool,
     /// Why the last connection attempt failed.
     last_failure: String,
+    /// When this run last applied a checkpoint (DidCompleteSync).
+    last_sync: Option<(Instant, SystemTime)>,
+    /// The write checkpoint this run asked for after an upload and has
+    /// not seen applied yet.
+    awaiting_write_checkpoint: Option<i64>,
+    /// A checkpoint delayed by local writes was logged since the last
+    /// applied one.
+    delay_logged: bool,
 }
 
 /// The checkpoint-request flow's access to the engine and the service.
@@ -298,12 +306,29 @@ impl<'a> Session<'a> {
                             self.summary.first_sync_seconds = Some(first.elapsed().as_secs_f64());
                         }
                     }
-                    if let Some(wc) = applied_checkpoint_request_id.and_then(|w| w.parse().ok()) {
+                    self.last_sync = Some((Instant::now(), SystemTime::now()));
+                    self.delay_logged = false;
+                    if let Some(wc) = applied_checkpoint_request_id.and_then(|w| w.parse::<i64>().ok()) {
+                        // Every checkpoint carries the client's write
+                        // checkpoint; it is news only when it moves.
+                        if self.awaiting_write_checkpoint.is_some_and(|awaited| wc >= awaited) {
+                            self.awaiting_write_checkpoint = None;
+                            self.log(format!("write checkpoint {wc} confirmed: the checkpoint carrying it was applied"));
+                        } else if self.summary.confirmed_write_checkpoint != Some(wc) {
+                            self.log(format!("checkpoint applied with write checkpoint {wc}"));
+                        }
                         self.summary.confirmed_write_checkpoint = Some(wc);
-                        self.log(format!("checkpoint applied, confirming write checkpoint {wc}"));
                     }
                     if self.options.stop_when == StopWhen::Synced && !self.db.has_pending_uploads()? {
                         self.done = true;
+                    }
+                }
+                Instruction::CheckpointDelayedDueToLocalData => {
+                    // Uploads run after every line; the checkpoint is
+                    // applied once they are confirmed.
+                    if !self.delay_logged {
+                        self.delay_logged = true;
+                        self.log("a complete checkpoint waits for local writes to be uploaded and confirmed");
                     }
                 }
                 Instruction::Unknown(name) => self.log(format!("ignoring instruction {name}")),
@@ -362,7 +387,7 @@ impl<'a> Session<'a> {
             }
             self.db.complete_crud(last_id)?;
             self.summary.uploaded += batch.len() as u64;
-            self.log(format!("uploaded {} entries", batch.len()));
+            self.log(format!("uploaded {}", crate::progress::count_of(batch.len() as u64, "entry", "entries")));
         }
         match self.options.checkpoint_mode {
             CheckpointMode::Legacy => {
@@ -378,6 +403,7 @@ impl<'a> Session<'a> {
                     // New local writes arrived meanwhile; they are uploaded next.
                     return Ok(None);
                 }
+                self.awaiting_write_checkpoint = Some(wc);
                 self.log(format!("write checkpoint {wc} requested"));
             }
             CheckpointMode::Requests => {
@@ -401,6 +427,7 @@ impl<'a> Session<'a> {
                     // New local writes arrived meanwhile; they are uploaded next.
                     return Ok(None);
                 }
+                self.awaiting_write_checkpoint = Some(requested.id);
                 self.log(format!("checkpoint request {} accepted (service at {})", requested.id, requested.accepted));
             }
         }
@@ -648,6 +675,9 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
         last_refusal: String::new(),
         requests_seeded: false,
         last_failure: String::new(),
+        last_sync: None,
+        awaiting_write_checkpoint: None,
+        delay_logged: false,
     };
     let mut failed_attempts: u32 = 0;
     let mut gave_up = None;
@@ -703,6 +733,9 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
         }
         Ok(())
     })();
+    // What was being downloaded when the loop ended (`stop` clears it).
+    let download_at_end = session.progress.download();
+    let ended_at = Instant::now();
     // The run's last apply, if it applied one (read before `stop`).
     if let Ok(Some(apply)) = db.last_apply() {
         if Some(&apply) != apply_before.as_ref() {
@@ -731,13 +764,37 @@ pub fn run(db: &Database, options: &SyncOptions) -> Result<Summary, Error> {
     } else if let Some(gave_up) = gave_up {
         gave_up
     } else if options.cancel.load(Ordering::SeqCst) {
-        let synced =
-            options.stop_when == StopWhen::Cancelled && summary.checkpoints > 0 && !session.progress.downloading();
+        let synced = options.stop_when == StopWhen::Cancelled && summary.checkpoints > 0 && download_at_end.is_none();
         if synced { Outcome::Stopped } else { Outcome::Interrupted }
+    } else if let (StopWhen::Cancelled, Some((at, wall))) = (options.stop_when, session.last_sync) {
+        Outcome::TimedOutSynced(TimedOutSynced {
+            seconds: options.timeout.map_or(0, |t| t.as_secs()),
+            last_sync_unix: wall.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            last_sync_before_end_ms: ended_at.saturating_duration_since(at).as_millis() as u64,
+            download: download_at_end,
+            upload: upload_in_progress(db, session.awaiting_write_checkpoint)?,
+        })
     } else {
         Outcome::TimedOut { seconds: options.timeout.map_or(0, |t| t.as_secs()) }
     };
     Ok(summary)
+}
+
+/// The local writes under way at the end of a run: entries still queued,
+/// or uploaded and waiting for the checkpoint that confirms them (asked
+/// for by this run, or by none yet when the gate is still at the
+/// local-write sentinel).
+fn upload_in_progress(db: &Database, awaiting: Option<i64>) -> Result<Option<UploadInProgress>, Error> {
+    let queued = db.pending_upload_count()?;
+    Ok(if queued > 0 {
+        Some(UploadInProgress::Queued(queued))
+    } else if awaiting.is_some() {
+        Some(UploadInProgress::AwaitingWriteCheckpoint(awaiting))
+    } else if db.target_checkpoint()? == Some(i64::MAX) {
+        Some(UploadInProgress::AwaitingWriteCheckpoint(None))
+    } else {
+        None
+    })
 }
 
 #[cfg(test)]

@@ -4,13 +4,16 @@
 //! that is not one, an endpoint nobody answers, a local file that cannot be
 //! a database.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use oplite_test_data::StreamSpec;
 use oplite_test_server::{Dataset, ServiceOptions, TestService};
+use oplite_cli::local::LocalWrite;
 use rusqlite::Connection;
+use serde_json::json;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("oplite-exit-{}-{name}", std::process::id()));
@@ -97,8 +100,187 @@ fn live_mode_retries_until_the_timeout_and_says_so() {
     let endpoint = refused_endpoint();
     let (code, first, stderr) = run(&mut sync(&db, &["--timeout", "3", "--endpoint", &endpoint, "--token", "dev"]));
     assert_eq!(code, 3, "{first}\n{stderr}");
-    assert!(first.starts_with("timed out after 3 s before a complete sync"), "{first}");
+    assert_eq!(first, format!("timed out after 3 s before a complete sync ({} holds what was applied before)", db.display()));
     assert!(stderr.contains("live mode retries until Ctrl-C"), "{stderr}");
+    assert_integrity_ok(&db);
+}
+
+/// The `--timeout` of a live run (docs/cli.md, "Exit codes"), generous:
+/// the runs below need far less to sync a few hundred ops, and what they
+/// assert does not depend on how much of it is left.
+const LIVE_TIMEOUT: &str = "20";
+
+fn assert_integrity_ok(db: &Path) {
+    let check: String = Connection::open(db).unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(check, "ok");
+}
+
+/// `oplite sync` started with its output captured.
+fn spawn(command: &mut Command) -> Child {
+    command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+/// Polls `db` until `query` (one integer) is positive; fails if the run
+/// ends first, or after a minute.
+fn wait_for(child: &mut Child, db: &Path, what: &str, query: &str) {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let (mut out, mut err) = (String::new(), String::new());
+            child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            panic!("the run ended ({status}) before {what}:\n{out}\n{err}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "not {what} within 60 s");
+        let found = Connection::open(db).and_then(|c| c.query_row(query, [], |r| r.get::<_, i64>(0))).unwrap_or(0);
+        if found > 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The summary's first line of a live run stopped by its timeout after a
+/// complete sync: its text after "last complete sync at HH:MM:SS UTC, "
+/// (checked), with the seconds before the end replaced by `X`.
+fn after_last_sync(first: &str, db: &Path) -> String {
+    let head = format!("stopped at the timeout ({LIVE_TIMEOUT} s), synced into {}; last complete sync at ", db.display());
+    let rest = first.strip_prefix(&head).unwrap_or_else(|| panic!("{first}"));
+    let (clock, rest) = rest.split_once(" UTC, ").unwrap_or_else(|| panic!("{first}"));
+    assert!(clock.len() == 8 && clock.split(':').all(|p| p.len() == 2 && p.parse::<u32>().is_ok()), "{first}");
+    let (before, rest) = rest.split_once(" s before the end").unwrap_or_else(|| panic!("{first}"));
+    let before: f64 = before.parse().unwrap_or_else(|_| panic!("{first}"));
+    // At most the timeout, and the moments the loop takes to notice it.
+    assert!((0.0..LIVE_TIMEOUT.parse::<f64>().unwrap() + 10.0).contains(&before), "{first}");
+    format!("X s before the end{rest}")
+}
+
+/// A live run that synced and then sat idle: its timeout ends it with exit
+/// 0, and the summary says when it last synced and that nothing was under
+/// way. With -v each write-checkpoint step is logged once, though every
+/// checkpoint after the upload carries the write checkpoint.
+#[test]
+fn a_live_run_that_synced_stops_at_its_timeout_with_exit_0() {
+    let dir = scratch("live-timeout-idle");
+    let service = generated(500);
+    let db = dir.join("app.db");
+    {
+        // A local write waiting for upload: the run uploads it first and
+        // asks for write checkpoint 1.
+        let local = oplite_cli::Database::open(&db).unwrap();
+        let put = LocalWrite::Put(oplite_cli::local::columns(json!({"title": "offline"})));
+        oplite_cli::local::write(local.conn(), "todos", "t1", &put).unwrap();
+    }
+    let mut child = spawn(&mut sync(&db, &["-v", "--timeout", LIVE_TIMEOUT, "--endpoint", &service.url(), "--token", "dev"]));
+    wait_for(&mut child, &db, "write checkpoint 1 was applied",
+        "SELECT (SELECT CAST(value AS INTEGER) FROM ps_kv WHERE key = 'last_applied_checkpoint_request_id') = 1 AND NOT EXISTS (SELECT 1 FROM ps_crud)");
+    // Two more checkpoints, each carrying write checkpoint 1 again.
+    for n in [7, 8] {
+        service.put_row("thisisatable", &format!("thisismyrowid{n}"), json!({"n": n, "changed": true}));
+        wait_for(&mut child, &db, &format!("row {n} was synced"),
+            &format!("SELECT count(*) FROM ps_untyped WHERE id = 'thisismyrowid{n}' AND data LIKE '%changed%'"));
+    }
+    let (code, first, stderr) = ended(child.wait_with_output().unwrap());
+    assert_eq!(code, 0, "{first}\n{stderr}");
+    assert_eq!(after_last_sync(&first, &db), "X s before the end; no download or upload was in progress");
+    let steps: Vec<&str> = stderr.lines().filter(|l| l.contains("write checkpoint")).collect();
+    assert_eq!(steps, ["write checkpoint 1 requested", "write checkpoint 1 confirmed: the checkpoint carrying it was applied"], "{stderr}");
+    assert_integrity_ok(&db);
+}
+
+/// A live run that synced, then got a second checkpoint the service never
+/// completes: the timeout ends it with exit 0 all the same, the summary says
+/// a download was in progress, and the file holds the first checkpoint
+/// only; the next run completes the second.
+#[test]
+fn a_live_run_that_times_out_mid_download_after_a_sync_exits_0_and_says_so() {
+    let dir = scratch("live-timeout-downloading");
+    let service = generated(500);
+    let db = dir.join("app.db");
+    let mut child = spawn(&mut sync(&db, &["--timeout", LIVE_TIMEOUT, "--endpoint", &service.url(), "--token", "dev"]));
+    wait_for(&mut child, &db, "the first sync", "SELECT count(*) FROM ps_sync_state");
+    // The next checkpoint: its checkpoint_diff and its one data line, and
+    // never its checkpoint_complete.
+    service.hold_next_checkpoint_after(1);
+    service.put_row("thisisatable", "thisismyrowid7", json!({"n": 7, "held": true}));
+    wait_for(&mut child, &db, "the held op was stored", "SELECT count(*) FROM ps_oplog WHERE data LIKE '%held%'");
+    let (code, first, stderr) = ended(child.wait_with_output().unwrap());
+    assert_eq!(code, 0, "{first}\n{stderr}");
+    assert_eq!(
+        after_last_sync(&first, &db),
+        "X s before the end; a download was in progress (1 of 1 ops of a newer checkpoint, not applied; the next run resumes it)"
+    );
+    assert_integrity_ok(&db);
+    let row7 = |db: &Path| -> String {
+        Connection::open(db).unwrap().query_row("SELECT data FROM ps_untyped WHERE id = 'thisismyrowid7'", [], |r| r.get(0)).unwrap()
+    };
+    assert!(!row7(&db).contains("held"), "the held checkpoint was not applied: {}", row7(&db));
+    // The hold is spent: the next run gets the rest and applies it.
+    let (code, first, stderr) = run(&mut sync(&db, &["--once", "--endpoint", &service.url(), "--token", "dev"]));
+    assert_eq!(code, 0, "{first}\n{stderr}");
+    assert!(row7(&db).contains("held"), "{}", row7(&db));
+}
+
+/// Both at once: a local write uploaded after the sync, and the checkpoint
+/// that would confirm it held mid-download. Exit 0, and the summary names
+/// the download and the write checkpoint the upload waits for.
+#[test]
+fn a_live_run_that_times_out_with_an_upload_unconfirmed_says_so() {
+    let dir = scratch("live-timeout-uploading");
+    let service = generated(500);
+    let db = dir.join("app.db");
+    let mut child = spawn(&mut sync(&db, &["--timeout", LIVE_TIMEOUT, "--endpoint", &service.url(), "--token", "dev"]));
+    wait_for(&mut child, &db, "the first sync", "SELECT count(*) FROM ps_sync_state");
+    service.hold_next_checkpoint_after(1);
+    let put = LocalWrite::Put(oplite_cli::local::columns(json!({"title": "written while synced"})));
+    oplite_cli::local::write(&Connection::open(&db).unwrap(), "todos", "t1", &put).unwrap();
+    wait_for(&mut child, &db, "the upload and its write checkpoint request",
+        "SELECT NOT EXISTS (SELECT 1 FROM ps_crud) AND (SELECT CAST(value AS INTEGER) FROM ps_kv WHERE key = 'target_checkpoint_request_id') = 1");
+    wait_for(&mut child, &db, "the uploaded row came back", "SELECT count(*) FROM ps_oplog WHERE data LIKE '%written while synced%'");
+    let (code, first, stderr) = ended(child.wait_with_output().unwrap());
+    assert_eq!(code, 0, "{first}\n{stderr}");
+    assert_eq!(
+        after_last_sync(&first, &db),
+        "X s before the end; a download was in progress (1 of 1 ops of a newer checkpoint, not applied; the next run resumes it) \
+         and an upload was in progress (uploaded, waiting for write checkpoint 1)"
+    );
+    assert_integrity_ok(&db);
+}
+
+/// Ctrl-C in live mode while a checkpoint is being downloaded: exit 130,
+/// though the run had synced before (the download is what was cut).
+#[test]
+fn ctrl_c_in_live_mode_mid_download_exits_130() {
+    let dir = scratch("live-interrupted-downloading");
+    let service = generated(500);
+    let db = dir.join("app.db");
+    let mut child = spawn(&mut sync(&db, &["--endpoint", &service.url(), "--token", "dev"]));
+    wait_for(&mut child, &db, "the first sync", "SELECT count(*) FROM ps_sync_state");
+    service.hold_next_checkpoint_after(1);
+    service.put_row("thisisatable", "thisismyrowid7", json!({"n": 7, "held": true}));
+    wait_for(&mut child, &db, "the held op was stored", "SELECT count(*) FROM ps_oplog WHERE data LIKE '%held%'");
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let (code, first, stderr) = ended(child.wait_with_output().unwrap());
+    assert_eq!(code, 130, "{first}\n{stderr}");
+    assert!(first.starts_with("interrupted (Ctrl-C)"), "{first}");
+    assert_integrity_ok(&db);
+}
+
+/// A live run whose first checkpoint never completes: exit 3, as for a
+/// service nobody answers, and nothing of it is applied.
+#[test]
+fn a_live_run_that_times_out_during_its_first_download_exits_3() {
+    let dir = scratch("live-timeout-first");
+    let service = generated(500);
+    // The first checkpoint stops after 3 of its 10 data lines.
+    service.hold_next_checkpoint_after(3);
+    let db = dir.join("app.db");
+    let (code, first, stderr) = run(&mut sync(&db, &["--timeout", "3", "--endpoint", &service.url(), "--token", "dev"]));
+    assert_eq!(code, 3, "{first}\n{stderr}");
+    assert_eq!(first, format!("timed out after 3 s before a complete sync ({} holds what was applied before)", db.display()));
+    assert_integrity_ok(&db);
+    let applied: i64 = Connection::open(&db).unwrap().query_row("SELECT count(*) FROM ps_untyped", [], |r| r.get(0)).unwrap();
+    assert_eq!(applied, 0);
 }
 
 #[test]
@@ -127,9 +309,7 @@ fn ctrl_c_during_a_once_sync_exits_130_and_never_says_synced() {
     let (code, first, stderr) = ended(child.wait_with_output().unwrap());
     assert_eq!(code, 130, "{first}\n{stderr}");
     assert!(first.starts_with("interrupted (Ctrl-C) before a complete sync"), "{first}");
-    let conn = Connection::open(&db).unwrap();
-    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
-    assert_eq!(check, "ok");
+    assert_integrity_ok(&db);
 }
 
 /// Every way a local file can be unusable stops the run at once with exit
