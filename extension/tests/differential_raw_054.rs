@@ -9,7 +9,7 @@
 //! and the reason in the message, and that nothing changed.
 mod common;
 
-use common::diff::{rows, Arg, Pair};
+use common::diff::{rows, Answer, Arg, Pair};
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
@@ -27,20 +27,27 @@ fn op(op_id: u32, object_type: &str, id: &str, data: Option<&str>) -> Value {
     entry
 }
 
+/// A `powersync_control` call both cores must answer alike, and without
+/// an error.
+fn accepted(pair: &mut Pair, op: &str, arg: Arg<'_>) {
+    let answer = pair.control(op, arg);
+    assert!(matches!(answer, Answer::Json(_)), "{op} failed alike: {answer:?}\n{:?}", pair.trace.last());
+}
+
 /// Sends a checkpoint holding ops `first..` (bucket `b`) and the ops.
 fn send(pair: &mut Pair, first: u32, ops: Vec<Value>) -> String {
     let last = first + ops.len() as u32 - 1;
     let checksum: u32 = (1..=last).sum();
     let checkpoint = json!({"checkpoint": {"last_op_id": last.to_string(), "buckets": [{"bucket": "b", "checksum": checksum, "priority": 3}]}});
-    pair.control("line_text", Arg::Text(&checkpoint.to_string()));
-    pair.control("line_text", Arg::Text(&json!({"data": {"bucket": "b", "data": ops}}).to_string()));
+    accepted(pair, "line_text", Arg::Text(&checkpoint.to_string()));
+    accepted(pair, "line_text", Arg::Text(&json!({"data": {"bucket": "b", "data": ops}}).to_string()));
     json!({"checkpoint_complete": {"last_op_id": last.to_string()}}).to_string()
 }
 
 /// Sends and completes a checkpoint that applies.
 fn sync(pair: &mut Pair, first: u32, ops: Vec<Value>) {
     let complete = send(pair, first, ops);
-    pair.control("line_text", Arg::Text(&complete));
+    accepted(pair, "line_text", Arg::Text(&complete));
 }
 
 /// Every row of every app table and the internal tables of `db`, to show a
@@ -89,7 +96,7 @@ fn apply_fails_alike(pair: &mut Pair, complete: &str, reason: &str) {
 }
 
 fn start(pair: &mut Pair, raw_tables: Value) {
-    pair.control("start", Arg::Text(&json!({"schema": {"tables": [], "raw_tables": raw_tables}}).to_string()));
+    accepted(pair, "start", Arg::Text(&json!({"schema": {"tables": [], "raw_tables": raw_tables}}).to_string()));
 }
 
 /// A pair with `sql` run on both and `query` compared after every step.
@@ -125,6 +132,29 @@ fn row_parameter_binds_the_data_as_received() {
         ],
     );
     sync(&mut pair, 4, vec![op(4, "rows", "r2", None), op(5, "rows", "r3", Some(r#"{"a": true, "id": "x"}"#))]);
+}
+
+#[test]
+fn row_parameter_on_bson_lines() {
+    // The data line in BSON: Row is the data string as the line holds it.
+    let mut pair = pair_with(ROWS, "rows", ROWS_QUERY);
+    start(
+        &mut pair,
+        json!([{"name": "rows",
+            "put": {"sql": "INSERT OR REPLACE INTO rows(id, whole, a, rest) VALUES (?, ?, ?, ?)",
+                    "params": ["Id", "Row", {"Column": "a"}, "Rest"]},
+            "delete": {"sql": "DELETE FROM rows WHERE id = ?", "params": ["Id"]}}]),
+    );
+    let checkpoint = json!({"checkpoint": {"last_op_id": "2", "buckets": [{"bucket": "b", "checksum": 3, "priority": 3}]}});
+    let data = json!({"data": {"bucket": "b", "data": [
+        op(1, "rows", "r1", Some(r#"{"b": [1, 2.0], "a": 3 }"#)),
+        op(2, "rows", "r2", Some(r#"{"a": 9223372036854775807, "z": "\u0041"}"#)),
+    ]}});
+    let complete = json!({"checkpoint_complete": {"last_op_id": "2"}});
+    for line in [checkpoint, data, complete] {
+        accepted(&mut pair, "line_binary", Arg::Blob(&bson::serialize_to_vec(&line).unwrap()));
+    }
+    assert_eq!(common::schema::texts(&pair.ours, "SELECT count(*) FROM rows"), ["2"]);
 }
 
 #[test]

@@ -47,7 +47,8 @@ fn sync(pair: &mut Pair, first: u32, ops: Vec<Value>, complete_fails: bool) {
         let (ours, theirs) = pair.control_error_codes("line_text", Arg::Text(&complete));
         assert_eq!(ours, theirs, "error codes (oplite, reference) of the failed apply");
     } else {
-        pair.control("line_text", Arg::Text(&complete));
+        let answer = pair.control("line_text", Arg::Text(&complete));
+        assert!(matches!(answer, common::diff::Answer::Json(_)), "the apply failed alike: {answer:?}");
     }
 }
 
