@@ -24,6 +24,7 @@ use rusqlite::{params_from_iter, Connection, Statement};
 
 use super::data_column::SkipDataGuard;
 use super::ddl::Layout;
+use super::direct;
 use super::installed::{Installed, SchemaObject};
 use super::model::{RawStatement, RawTable};
 use super::raw;
@@ -90,7 +91,12 @@ impl DataTables {
         let mut tables = Tables::default();
         for table in installed.data_tables.iter().filter(|t| !t.local) {
             let on_table = |o: &&SchemaObject| o.table.eq_ignore_ascii_case(&table.name);
-            let app_triggers = installed.objects.iter().filter(on_table).any(|o| o.kind == "trigger")
+            // A direct table's own upload triggers do nothing during sync.
+            let own_triggers = if table.layout == Layout::Direct { direct::trigger_names(&table.name).to_vec() } else { Vec::new() };
+            let app_trigger = |o: &&SchemaObject| {
+                o.kind == "trigger" && !own_triggers.iter().any(|n| n.eq_ignore_ascii_case(&o.name))
+            };
+            let app_triggers = installed.objects.iter().filter(on_table).any(|o| app_trigger(&o))
                 || temp_triggers.iter().any(|t| t.eq_ignore_ascii_case(&table.name));
             let ours = format!("{}__", table.name.to_lowercase());
             let app_indexes = installed.data_indexes().filter(on_table).any(|o| !o.name.to_lowercase().starts_with(&ours));
@@ -101,7 +107,12 @@ impl DataTables {
                 app_triggers,
                 observed: app_triggers || app_indexes,
             };
-            tables.synced.insert(table.row_type.clone(), synced);
+            // A direct table of the type wins over a leftover data table of
+            // the same type, as in the reference core.
+            let leftover = tables.synced.get(&table.row_type).is_some_and(|t| t.layout == Layout::Direct);
+            if !leftover {
+                tables.synced.insert(table.row_type.clone(), synced);
+            }
         }
         for raw in load_raw_tables(db)? {
             tables.raw.insert(raw.name.clone(), raw);
@@ -118,11 +129,13 @@ impl DataTables {
     }
 
     /// Where rows of `row_type` go.
+    /// A raw table of the type wins over a data table of the same type, as
+    /// in the reference core.
     pub fn kind(&self, row_type: &str) -> RowTypeKind {
-        if self.inner.synced.contains_key(row_type) {
-            RowTypeKind::Table
-        } else if self.inner.raw.contains_key(row_type) {
+        if self.inner.raw.contains_key(row_type) {
             RowTypeKind::RawTable
+        } else if self.inner.synced.contains_key(row_type) {
+            RowTypeKind::Table
         } else {
             RowTypeKind::Untyped
         }
@@ -160,10 +173,14 @@ impl DataTables {
     /// that are raw tables or unknown. The statement fails on data SQLite
     /// cannot read as JSON; [`RowWriter::put`] stores such rows.
     pub fn upsert_from_select_sql(&self, row_type: &str, source: &str) -> Option<String> {
+        if self.inner.raw.contains_key(row_type) {
+            return None;
+        }
         let table = self.inner.synced.get(row_type)?;
         Some(match table.layout {
             Layout::Typed => rows::upsert_typed_from_select(&table.name, &table.columns, source, table.app_triggers),
             Layout::Json => rows::upsert_json_from_select(&table.name, source),
+            Layout::Direct => direct::upsert_from_select(&table.name, &table.columns, source),
         })
     }
 
@@ -171,6 +188,9 @@ impl DataTables {
     /// every row whose id `ids` (a SELECT yielding column `id`) produces;
     /// None for raw tables and unknown types.
     pub fn delete_from_select_sql(&self, row_type: &str, ids: &str) -> Option<String> {
+        if self.inner.raw.contains_key(row_type) {
+            return None;
+        }
         let table = self.inner.synced.get(row_type)?;
         Some(format!("DELETE FROM {} WHERE id IN (SELECT id FROM ({ids}))", identifier(&table.name)))
     }
@@ -208,6 +228,9 @@ impl<'c> RowWriter<'c> {
     /// statement.
     pub fn put(&mut self, row_type: &str, id: &str, data: &str) -> Result<()> {
         let tables = self.tables.clone();
+        if let Some(raw) = tables.raw.get(row_type) {
+            return self.put_raw(raw, id, data);
+        }
         if let Some(table) = tables.synced.get(row_type) {
             let context = "applying a synced row";
             return match table.layout {
@@ -230,10 +253,8 @@ impl<'c> RowWriter<'c> {
                         Err(e) => Err(OpliteError::sqlite(context, e)),
                     }
                 }
+                Layout::Direct => self.put_direct(table, id, data),
             };
-        }
-        if let Some(raw) = tables.raw.get(row_type) {
-            return self.put_raw(raw, id, data);
         }
         let stmt = self.statement(PUT, "", || PUT_UNTYPED.to_owned())?;
         stmt.execute((row_type, id, data)).context("storing an untyped row").map(drop)
@@ -243,9 +264,12 @@ impl<'c> RowWriter<'c> {
     /// statement).
     pub fn delete(&mut self, row_type: &str, id: &str) -> Result<()> {
         let tables = self.tables.clone();
-        if let Some(table) = tables.synced.get(row_type) {
+        if let Some(table) = tables.synced.get(row_type).filter(|_| !tables.raw.contains_key(row_type)) {
             let stmt = self.statement(DELETE, row_type, || format!("DELETE FROM {} WHERE id = ?1", identifier(&table.name)))?;
-            return stmt.execute([id]).context("deleting a synced row").map(drop);
+            return stmt
+                .execute([id])
+                .map_err(|e| OpliteError::sqlite(format!("deleting from {row_type}, id = {id}"), e))
+                .map(drop);
         }
         if let Some(raw) = tables.raw.get(row_type) {
             let statement = self.raw_statement(DELETE, raw)?;
@@ -260,6 +284,19 @@ impl<'c> RowWriter<'c> {
         }
         let stmt = self.statement(DELETE, "", || DELETE_UNTYPED.to_owned())?;
         stmt.execute((row_type, id)).context("deleting an untyped row").map(drop)
+    }
+
+    /// Upserts a row into a direct table, its values bound as the
+    /// reference binds them ([`direct::put_values`]).
+    fn put_direct(&mut self, table: &SyncedTable, id: &str, data: &str) -> Result<()> {
+        let statement = direct::put_statement(&table.name, &table.columns);
+        let values = direct::put_values(&statement, id, data)?;
+        let stmt = self.statement(PUT, &table.name, || statement.sql.clone())?;
+        stmt.execute(params_from_iter(values))
+            .map_err(|e| {
+                OpliteError::sqlite_statement(statement.sql.clone(), format!("replacing into {}, id = {id}, data = {data}", table.name), e)
+            })
+            .map(drop)
     }
 
     /// Runs a raw table's put statement with the row's values bound as

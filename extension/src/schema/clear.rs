@@ -86,16 +86,17 @@ pub fn clear(db: &Connection, flags: i64) -> Result<()> {
     } else {
         db.execute_batch(CLEAR_DOWNLOADS).context("clearing local data")?;
     }
+    // The deletes and a raw table's clear statement run as a sync
+    // operation, as the reference's do: the upload triggers of direct
+    // tables and the app's crud triggers on a raw table (WHEN NOT
+    // powersync_in_sync_operation()) must not queue the cleared rows for
+    // upload (the Node SDK's disconnectAndClear with a raw table).
+    let _sync = super::apply::SyncOperationGuard::enter(db);
     for table in Installed::read(db)?.data_tables {
         if !table.local || flags & CLEAR_LOCAL != 0 {
             db.execute_batch(&format!("DELETE FROM {}", identifier(&table.name))).context("clearing a data table")?;
         }
     }
-    // A raw table's clear statement runs as a sync operation, as the
-    // reference's does: the app's crud triggers on that table (WHEN NOT
-    // powersync_in_sync_operation()) must not queue the cleared rows for
-    // upload (the Node SDK's disconnectAndClear with a raw table).
-    let _sync = super::apply::SyncOperationGuard::enter(db);
     for raw in load_raw_tables(db)? {
         if let Some(sql) = &raw.clear {
             db.execute_batch(sql).map_err(|e| OpliteError::sqlite(format!("clearing raw table {:?}", raw.name), e))?;
@@ -107,7 +108,12 @@ pub fn clear(db: &Connection, flags: i64) -> Result<()> {
 /// Marks every bucket as not applied, so the next checkpoint re-applies
 /// everything downloaded.
 pub fn trigger_resync(db: &Connection, forget_sync_state: bool) -> Result<()> {
-    refuse_during_sync(db, "powersync_trigger_resync")?;
+    trigger_resync_for(db, "powersync_trigger_resync", forget_sync_state)
+}
+
+/// [`trigger_resync`] on behalf of `function` (the one its error names).
+pub fn trigger_resync_for(db: &Connection, function: &'static str, forget_sync_state: bool) -> Result<()> {
+    refuse_during_sync(db, function)?;
     db.execute_batch(MARK_UNAPPLIED).context("triggering a resync")?;
     if forget_sync_state {
         db.execute_batch("DELETE FROM ps_sync_state").context("triggering a resync")?;

@@ -34,11 +34,16 @@ pub enum Layout {
     Typed,
     /// `id, data` with the row as JSON text.
     Json,
+    /// Core 0.5.4's direct table: the app's table itself, one `ANY` column
+    /// per schema column ([`super::direct`]).
+    Direct,
 }
 
 /// The layout `table` asks for.
 pub fn layout(table: &Table) -> Layout {
-    if table.oplite_json_storage {
+    if table.direct {
+        Layout::Direct
+    } else if table.oplite_json_storage {
         Layout::Json
     } else {
         Layout::Typed
@@ -47,6 +52,9 @@ pub fn layout(table: &Table) -> Layout {
 
 /// The data table's name: `ps_data__<name>` or `ps_data_local__<name>`.
 pub fn data_table_name(table: &Table) -> String {
+    if table.direct {
+        return table.name.clone();
+    }
     let prefix = if table.local_only { LOCAL_PREFIX } else { SYNCED_PREFIX };
     format!("{prefix}{}", table.name)
 }
@@ -65,13 +73,14 @@ pub fn create_data_table(name: &str, layout: Layout, columns: &[Column]) -> Stri
             sql.push_str(&format!(", {UNDECLARED_COLUMN} TEXT, {})", data_column::definition(&names)));
             sql
         }
+        Layout::Direct => super::direct::create_table_named(name, false, columns),
     }
 }
 
 /// The stored value of `column` in a data table row.
 pub fn stored_value(layout: Layout, column: &str) -> String {
     match layout {
-        Layout::Typed => identifier(column),
+        Layout::Typed | Layout::Direct => identifier(column),
         Layout::Json => format!("json_extract(data, {})", json_path(column)),
     }
 }
@@ -107,6 +116,9 @@ pub fn create_view(table: &Table) -> String {
 
 /// `(name, CREATE INDEX)` for each index of the table.
 pub fn create_indexes(table: &Table) -> Vec<(String, String)> {
+    if table.direct {
+        return super::direct::create_indexes(table);
+    }
     let layout = layout(table);
     let data_table = data_table_name(table);
     table

@@ -10,6 +10,7 @@
 use rusqlite::Connection;
 
 use super::ddl::{Layout, LOCAL_PREFIX, SYNCED_PREFIX, VIEW_MARKER};
+use super::direct;
 use super::model::UNDECLARED_COLUMN;
 use crate::error::{OpliteError, Result, SqliteResultExt};
 
@@ -64,6 +65,12 @@ impl Installed {
             .context("reading sqlite_master")?;
         let mut data_tables = Vec::new();
         for object in objects.iter().filter(|o| o.kind == "table") {
+            if let Some(sql) = object.sql.as_deref().filter(|sql| direct::is_direct_table_sql(sql)) {
+                if !object.name.starts_with(SYNCED_PREFIX) && !object.name.starts_with(LOCAL_PREFIX) {
+                    data_tables.push(read_direct_table(db, &object.name, direct::is_local_only_sql(sql))?);
+                    continue;
+                }
+            }
             let (row_type, local) = if let Some(rest) = object.name.strip_prefix(LOCAL_PREFIX) {
                 (rest, true)
             } else if let Some(rest) = object.name.strip_prefix(SYNCED_PREFIX) {
@@ -99,6 +106,11 @@ impl Installed {
         self.objects.iter().filter(move |o| o.kind == "trigger" && o.table.eq_ignore_ascii_case(view))
     }
 
+    /// The direct table named `name` (ASCII case-insensitive).
+    pub fn direct_table(&self, name: &str) -> Option<&DataTable> {
+        self.data_table(name).filter(|t| t.layout == Layout::Direct)
+    }
+
     /// Explicit indexes on data tables.
     pub fn data_indexes(&self) -> impl Iterator<Item = &SchemaObject> {
         self.objects
@@ -110,6 +122,17 @@ impl Installed {
 /// True for the SQL of a view oplite (or the reference core) generated.
 pub fn is_generated_view(sql: Option<&str>) -> bool {
     sql.is_some_and(|s| s.trim_end().ends_with(VIEW_MARKER))
+}
+
+/// A direct table: the app's table itself, its columns besides `id`.
+fn read_direct_table(db: &Connection, name: &str, local: bool) -> Result<DataTable> {
+    let mut stmt = db.prepare("SELECT name FROM pragma_table_info(?1)").context("reading a direct table")?;
+    let columns: Vec<String> = stmt
+        .query_map([name], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .context("reading a direct table")?;
+    let columns = columns.into_iter().filter(|c| c != "id").collect();
+    Ok(DataTable { name: name.to_owned(), row_type: name.to_owned(), local, layout: Layout::Direct, columns })
 }
 
 fn read_data_table(db: &Connection, name: &str, row_type: &str, local: bool) -> Result<DataTable> {
@@ -133,7 +156,7 @@ fn read_data_table(db: &Connection, name: &str, row_type: &str, local: bool) -> 
             .into_iter()
             .filter(|c| !c.eq_ignore_ascii_case("id") && !c.eq_ignore_ascii_case(UNDECLARED_COLUMN))
             .collect(),
-        Layout::Json => Vec::new(),
+        Layout::Json | Layout::Direct => Vec::new(),
     };
     Ok(DataTable { name: name.to_owned(), row_type: row_type.to_owned(), local, layout, columns })
 }

@@ -14,6 +14,7 @@
 //! | [`model`] | parsing and checking the schema JSON |
 //! | [`quote`] | quoting names from the schema into SQL |
 //! | [`ddl`] | data tables, views, indexes |
+//! | [`direct`] | direct tables (core 0.5.4): DDL, triggers, sync writes |
 //! | [`data_column`] | the reference's `data` column on typed tables |
 //! | [`triggers`] | INSTEAD OF triggers |
 //! | [`crud`], [`crud_json`] | the upload queue (ps_crud, tx_id) |
@@ -32,6 +33,7 @@ pub mod crud_json;
 pub mod data_column;
 mod decode;
 pub mod ddl;
+pub mod direct;
 pub mod hooks;
 pub mod installed;
 pub mod model;

@@ -61,6 +61,10 @@ pub struct Table {
     /// reference core's layout, instead of one column per schema column.
     #[serde(default, deserialize_with = "null_as_default")]
     pub oplite_json_storage: bool,
+    /// Core 0.5.4's direct table: a real table named as the table, no view
+    /// and no data table ([`super::direct`]).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub direct: bool,
 }
 
 /// A column of a table.
@@ -390,6 +394,10 @@ fn check_name(what: &str, name: &str) -> Result<()> {
 
 fn check_table(table: &Table) -> Result<()> {
     check_name("a table", &table.name)?;
+    if table.direct && table.view_name.is_some() {
+        // The reference's text and code (a schema it cannot deserialize).
+        return Err(invalid("Direct tables can't have custom view names".into()));
+    }
     if let Some(view) = &table.view_name {
         if !view.is_empty() {
             check_name(&format!("the view of table {:?}", table.name), view)?;
@@ -415,7 +423,7 @@ fn check_table(table: &Table) -> Result<()> {
         if lower == UNDECLARED_COLUMN {
             return Err(invalid(format!("table {t:?}: the column name {UNDECLARED_COLUMN:?} is reserved by oplite")));
         }
-        if table.include_metadata && (lower == "_metadata" || lower == "_deleted") {
+        if table.include_metadata && !table.direct && (lower == "_metadata" || lower == "_deleted") {
             return Err(invalid(format!(
                 "table {t:?} declares {:?}, which include_metadata adds to the view",
                 column.name

@@ -23,6 +23,7 @@ use rusqlite::Connection;
 
 use super::data_column;
 use super::ddl::{self, Layout};
+use super::direct;
 use super::installed::{DataTable, Installed};
 use super::model::{RawTable, Schema, Table, UNDECLARED_COLUMN};
 use super::quote::{identifier, json_path, string};
@@ -65,6 +66,7 @@ struct Desired<'a> {
     layout: Layout,
     view: String,
     view_sql: String,
+    local: bool,
     triggers: Vec<(String, String)>,
     indexes: Vec<(String, String)>,
 }
@@ -76,7 +78,8 @@ impl<'a> Desired<'a> {
             data_table: ddl::data_table_name(table),
             layout: ddl::layout(table),
             view: table.view_name().to_owned(),
-            view_sql: ddl::create_view(table),
+            view_sql: if table.direct { String::new() } else { ddl::create_view(table) },
+            local: table.local_only,
             triggers: create_triggers(table),
             indexes: ddl::create_indexes(table),
         }
@@ -85,6 +88,31 @@ impl<'a> Desired<'a> {
     fn column_names(&self) -> Vec<String> {
         self.table.columns.iter().map(|c| c.name.clone()).collect()
     }
+
+    fn is_direct(&self) -> bool {
+        self.layout == Layout::Direct
+    }
+
+    /// True if `table` is this table's storage as the schema wants it (the
+    /// same name, local-only state and kind: direct or not).
+    fn is_stored_in(&self, table: &DataTable) -> bool {
+        self.data_table.eq_ignore_ascii_case(&table.name)
+            && self.local == table.local
+            && self.is_direct() == (table.layout == Layout::Direct)
+    }
+
+    /// True if `table` holds this table's rows in the other kind (a direct
+    /// table becoming a view over a data table, or back), so its rows are
+    /// copied over, as the reference core does.
+    fn converts_from(&self, table: &DataTable) -> bool {
+        self.table.name == table.row_type && self.local == table.local && !self.is_stored_in(table)
+    }
+}
+
+/// True if the object named `name` exists in the main schema.
+fn exists(db: &Connection, name: &str) -> Result<bool> {
+    db.query_row("SELECT EXISTS(SELECT 1 FROM main.sqlite_master WHERE name = ?1 COLLATE NOCASE)", [name], |r| r.get(0))
+        .context("reading sqlite_master")
 }
 
 fn run(db: &Connection, sql: &str) -> Result<()> {
@@ -122,7 +150,9 @@ fn apply(db: &Connection, schema: &Schema) -> Result<()> {
     }
     let mut kept_indexes = Vec::new();
     for index in installed.data_indexes() {
-        let ours = index.name.to_lowercase().starts_with(&format!("{}__", index.table.to_lowercase()));
+        let direct_index = installed.direct_table(&index.table).is_some()
+            && index.sql.as_deref().is_some_and(direct::is_direct_index_sql);
+        let ours = direct_index || index.name.to_lowercase().starts_with(&format!("{}__", index.table.to_lowercase()));
         if !ours {
             continue;
         }
@@ -137,39 +167,120 @@ fn apply(db: &Connection, schema: &Schema) -> Result<()> {
         }
     }
 
-    // 2. Data tables the schema no longer has.
-    for table in &installed.data_tables {
-        if !desired.iter().any(|d| d.data_table.eq_ignore_ascii_case(&table.name)) {
-            if !table.local {
-                move_rows_to_untyped(db, table)?;
-            }
-            run(db, &format!("DROP TABLE {}", identifier(&table.name)))?;
+    // Direct tables' triggers that are not what the schema generates.
+    for d in desired.iter().filter(|d| d.is_direct()) {
+        if let Some(existing) = installed.direct_table(&d.data_table).filter(|t| d.is_stored_in(t)) {
+            drop_stale_direct_triggers(db, &installed, &existing.name, d)?;
         }
     }
 
+    // 2. Data tables the schema no longer has; those whose rows move to
+    // the table's other kind are dropped once copied.
+    let mut converted: Vec<&DataTable> = Vec::new();
+    for table in &installed.data_tables {
+        if desired.iter().any(|d| d.is_stored_in(table)) {
+            continue;
+        }
+        if desired.iter().any(|d| d.converts_from(table)) {
+            converted.push(table);
+            continue;
+        }
+        if !table.local {
+            move_rows_to_untyped(db, table)?;
+        }
+        run(db, &format!("DROP TABLE {}", identifier(&table.name)))?;
+    }
+
     // 3. New and changed data tables.
+    let mut resync = false;
     for d in &desired {
-        match installed.data_table(&d.data_table) {
-            None => create_data_table(db, d)?,
+        let source = converted.iter().copied().find(|t| d.converts_from(t));
+        match installed.data_table(&d.data_table).filter(|t| d.is_stored_in(t)) {
+            None => create_data_table(db, d, source)?,
+            Some(existing) if d.is_direct() => resync |= change_direct_table(db, &installed, existing, d)?,
             Some(existing) => update_data_table(db, existing, d)?,
         }
+    }
+    for table in converted {
+        run(db, &format!("DROP TABLE {}", identifier(&table.name)))?;
     }
 
     // 4. Missing indexes, views and triggers.
     for d in &desired {
         for (name, sql) in &d.indexes {
-            if !kept_indexes.contains(&name.to_lowercase()) {
+            if !kept_indexes.contains(&name.to_lowercase()) || !exists(db, name)? {
                 run(db, sql)?;
             }
         }
-        if !kept_views.contains(&d.view.to_lowercase()) {
+        if d.is_direct() {
+            for (name, sql) in &d.triggers {
+                if !exists(db, name)? {
+                    run(db, sql)?;
+                }
+            }
+        } else if !kept_views.contains(&d.view.to_lowercase()) {
             run(db, &d.view_sql)?;
             for (_, sql) in &d.triggers {
                 run(db, sql)?;
             }
         }
     }
-    store_raw_tables(db, &schema.raw_tables)
+    store_raw_tables(db, &schema.raw_tables)?;
+    if resync {
+        // A column added to a direct table is filled from ps_oplog by
+        // applying everything again, as in the reference core.
+        super::clear::trigger_resync_for(db, "powersync_replace_schema", false)?;
+    }
+    Ok(())
+}
+
+/// Drops the upload triggers of an existing direct table whose SQL is not
+/// what `d` generates (they are created again in step 4).
+fn drop_stale_direct_triggers(db: &Connection, installed: &Installed, table: &str, d: &Desired<'_>) -> Result<()> {
+    let names = direct::trigger_names(table);
+    let mut have: Vec<(String, String)> = installed
+        .triggers_on(table)
+        .filter(|t| names.iter().any(|n| n.eq_ignore_ascii_case(&t.name)))
+        .map(|t| (t.name.clone(), t.sql.clone().unwrap_or_default()))
+        .collect();
+    let mut want = d.triggers.clone();
+    have.sort();
+    want.sort();
+    if have != want {
+        for name in &names {
+            run(db, &format!("DROP TRIGGER IF EXISTS {}", identifier(name)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Adds and drops the columns of a direct table as the reference does
+/// (its indexes and upload triggers go first, as SQLite checks them on
+/// ALTER TABLE, and come back in step 4). Returns true if a column was
+/// added: the caller then triggers a resync to fill it.
+fn change_direct_table(db: &Connection, installed: &Installed, existing: &DataTable, d: &Desired<'_>) -> Result<bool> {
+    let wanted = d.column_names();
+    let added: Vec<&String> = wanted.iter().filter(|c| !existing.columns.contains(c)).collect();
+    let removed: Vec<&String> = existing.columns.iter().filter(|c| !wanted.contains(c)).collect();
+    if added.is_empty() && removed.is_empty() {
+        return Ok(false);
+    }
+    for index in installed.data_indexes().filter(|i| i.table.eq_ignore_ascii_case(&existing.name)) {
+        if index.sql.as_deref().is_some_and(direct::is_direct_index_sql) {
+            run(db, &format!("DROP INDEX IF EXISTS {}", identifier(&index.name)))?;
+        }
+    }
+    for name in direct::trigger_names(&existing.name) {
+        run(db, &format!("DROP TRIGGER IF EXISTS {}", identifier(&name)))?;
+    }
+    let table = identifier(&existing.name);
+    for column in &added {
+        run(db, &format!("ALTER TABLE {table} ADD COLUMN {} ANY", identifier(column)))?;
+    }
+    for column in &removed {
+        run(db, &format!("ALTER TABLE {table} DROP COLUMN {}", identifier(column)))?;
+    }
+    Ok(!added.is_empty())
 }
 
 /// Fails if a name the schema needs belongs to something oplite did not
@@ -186,7 +297,19 @@ fn check_collisions(installed: &Installed, desired: &[Desired<'_>]) -> Result<()
                 )));
             }
         }
-        if let Some(object) = installed.object(&d.data_table) {
+        if d.is_direct() {
+            // The name is the table's: free, a generated view (dropped in
+            // step 1) or the direct table itself.
+            if let Some(object) = installed.object(&d.data_table) {
+                let generated_view = object.kind == "view" && super::installed::is_generated_view(object.sql.as_deref());
+                if !generated_view && installed.direct_table(&object.name).is_none() {
+                    return Err(conflict(format!(
+                        "direct table {t:?} needs the name {:?}, but the database has a {} of that name that oplite did not create",
+                        d.data_table, object.kind
+                    )));
+                }
+            }
+        } else if let Some(object) = installed.object(&d.data_table) {
             if object.kind != "table" {
                 return Err(conflict(format!(
                     "table {t:?} needs a data table named {:?}, but the database has a {} of that name",
@@ -208,7 +331,8 @@ fn check_collisions(installed: &Installed, desired: &[Desired<'_>]) -> Result<()
             if let Some(object) = installed.object(name) {
                 let on_generated = installed
                     .generated_views()
-                    .any(|v| v.name.eq_ignore_ascii_case(&object.table));
+                    .any(|v| v.name.eq_ignore_ascii_case(&object.table))
+                    || installed.direct_table(&object.table).is_some();
                 if object.kind != "trigger" || !on_generated {
                     return Err(conflict(format!(
                         "a trigger of table {t:?} would be named {name:?}, which the database already uses"
@@ -254,6 +378,7 @@ fn check_module_names(db: &Connection, desired: &[Desired<'_>]) -> Result<()> {
 fn move_rows_to_untyped(db: &Connection, table: &DataTable) -> Result<()> {
     let json = match table.layout {
         Layout::Json => "data".to_owned(),
+        Layout::Direct => direct::object_of("old", &table.columns),
         Layout::Typed => {
             let pairs: Vec<(String, String)> = table.columns.iter().map(|c| (c.clone(), c.clone())).collect();
             rows::typed_row_json(&pairs)
@@ -262,7 +387,7 @@ fn move_rows_to_untyped(db: &Connection, table: &DataTable) -> Result<()> {
     run(
         db,
         &format!(
-            "INSERT OR REPLACE INTO ps_untyped(type, id, data) SELECT {}, id, {json} FROM {}",
+            "INSERT OR REPLACE INTO ps_untyped(type, id, data) SELECT {}, id, {json} FROM {} AS old",
             string(&table.row_type),
             identifier(&table.name)
         ),
@@ -274,13 +399,37 @@ fn untyped_rows(row_type: &str) -> String {
     format!("SELECT id, data FROM ps_untyped WHERE type = {} AND data IS NOT NULL", string(row_type))
 }
 
-fn create_data_table(db: &Connection, d: &Desired<'_>) -> Result<()> {
+/// Creates a table's storage, filled from `converted` (the table's rows in
+/// its other kind) or, for a synced table, from ps_untyped.
+fn create_data_table(db: &Connection, d: &Desired<'_>, converted: Option<&DataTable>) -> Result<()> {
+    if d.is_direct() {
+        run(db, &direct::create_table(d.table))?;
+        let columns = d.column_names();
+        if let Some(old) = converted {
+            let source = format!("SELECT id, data FROM {}", identifier(&old.name));
+            return direct::fill_from_select(db, &d.data_table, &columns, &source);
+        }
+        if d.table.is_synced() {
+            direct::fill_from_select(db, &d.data_table, &columns, &untyped_rows(&d.table.name))?;
+            run(db, &format!("DELETE FROM ps_untyped WHERE type = {}", string(&d.table.name)))?;
+        }
+        return Ok(());
+    }
+    if let Some(old) = converted {
+        run(db, &ddl::create_data_table(&d.data_table, d.layout, &d.table.columns))?;
+        let source = format!("SELECT id, {} AS data FROM {} AS old", direct::object_of("old", &old.columns), identifier(&old.name));
+        let fill = match d.layout {
+            Layout::Typed => rows::upsert_typed_from_select(&d.data_table, &d.column_names(), &source, false),
+            _ => rows::upsert_json_from_select(&d.data_table, &source),
+        };
+        return run(db, &fill);
+    }
     run(db, &ddl::create_data_table(&d.data_table, d.layout, &d.table.columns))?;
     if d.table.is_synced() {
         let source = untyped_rows(&d.table.name);
         let fill = match d.layout {
             Layout::Json => rows::upsert_json_from_select(&d.data_table, &source),
-            Layout::Typed => {
+            _ => {
                 rows::upsert_typed_from_select(&d.data_table, &d.column_names(), &format!("{source} AND json_valid(data)"), false)
             }
         };
@@ -401,7 +550,7 @@ fn rebuild(db: &Connection, from: Layout, existing: &DataTable, d: &Desired<'_>)
                 ),
             )?;
         }
-        Layout::Typed => {
+        Layout::Typed | Layout::Direct => {
             let pairs: Vec<(String, String)> = existing.columns.iter().map(|c| (c.clone(), c.clone())).collect();
             run(
                 db,

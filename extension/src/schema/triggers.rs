@@ -34,6 +34,9 @@ const JOIN_TRANSACTION: &str = "INSERT INTO powersync_crud(op) SELECT NULL WHERE
 
 /// `(name, CREATE TRIGGER)` for every trigger of the table's view.
 pub fn create_triggers(table: &Table) -> Vec<(String, String)> {
+    if table.direct {
+        return super::direct::create_triggers(table);
+    }
     let g = Gen::new(table);
     let mut out = vec![g.insert()];
     if !table.insert_only {
@@ -107,6 +110,8 @@ impl<'a> Gen<'a> {
             (Layout::Json, true) => {
                 format!("UPDATE {} SET data = {} WHERE id = NEW.id;", self.data, json_object(cols, "NEW", true))
             }
+            // Direct tables have AFTER triggers of their own (create_triggers).
+            (Layout::Direct, _) => String::new(),
         }
     }
 

@@ -121,6 +121,9 @@ pub fn uninstall(db: &Connection) -> Result<Report> {
         for table in &installed.data_tables {
             match table.layout {
                 Layout::Typed => report.data_tables.push(data_tables::convert(db, table)?),
+                // Core 0.5.4's own layout: the table, its indexes and its
+                // upload triggers are the core's text already.
+                Layout::Direct => {}
                 // The core's layout already; its generated indexes are
                 // oplite's text, and the core's replace_schema makes its own.
                 Layout::Json => {
