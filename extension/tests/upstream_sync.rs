@@ -100,6 +100,16 @@ fn connection_events(core: Core, bson: bool) {
     assert_eq!(end[1], json!({"CloseSyncStream": {"hide_disconnect": false}}));
 }
 
+/// Core PR #218 (0.5.4): a keepalive line marks the stream connected.
+fn connected_on_keepalive(core: Core, bson: bool) {
+    let mut s = Session::new(core, bson);
+    s.start();
+    let instructions = s.line(&json!({"token_expires_in": 60}));
+    let list = instructions.as_array().unwrap();
+    assert_eq!(list.len(), 1, "{instructions}");
+    assert_eq!(list[0]["UpdateSyncStatus"]["status"]["connected"], true, "{instructions}");
+}
+
 fn no_publish_before_checkpoint(core: Core, bson: bool) {
     let mut s = Session::new(core, bson);
     s.start();
@@ -517,6 +527,7 @@ per_core_and_encoding! {
     initial_checkpoint_request_state;
     no_checkpoint_request_in_legacy_mode;
     connection_events;
+    connected_on_keepalive;
     no_publish_before_checkpoint;
     publishes_prio0_with_local_data;
     no_publish_with_pending_local_data;

@@ -1,8 +1,11 @@
 //! Support for the port of the reference core's own SQL-level test suite
-//! (powersync-sqlite-core v0.5.3, `dart/test/`): every ported test is a
-//! function of a [`Core`], run once against the reference core and once
-//! against oplite, so a test that passes on the reference proves the port is
-//! faithful and its oplite twin shows where oplite still differs.
+//! (powersync-sqlite-core v0.5.3's `dart/test/`, with the changes core 0.5.4
+//! made and the tests of core PR #218): every ported test is a function of a
+//! [`Core`], run once against the reference core (0.5.4) and once against
+//! oplite, so a test that passes on the reference proves the port is
+//! faithful and its oplite twin shows where oplite still differs. A test
+//! whose expectation 0.5.4 changed also runs against the 0.5.3 reference
+//! (which the JS SDKs still bundle) with the v0.5.3 expectation.
 //!
 //! The Dart suite runs on a fake clock fixed at 2025-03-01 10:00 UTC; both
 //! cores read the time through SQLite (`unixepoch('subsec')`), so the
@@ -23,11 +26,20 @@ use crate::common;
 /// Which extension a test runs against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Core {
+    /// The reference core 0.5.4 (`common::reference_so`).
     Reference,
+    /// The reference core 0.5.3 (`common::reference_053_so`), for the
+    /// tests whose v0.5.3 expectation 0.5.4 changed.
+    Reference053,
     Oplite,
 }
 
 impl Core {
+    /// Whether this core follows 0.5.3 where 0.5.4 changed behaviour.
+    pub fn is_053(self) -> bool {
+        self == Core::Reference053
+    }
+
     /// A fresh in-memory database with this core, on the fake clock
     /// (which this sets back to its start).
     pub fn open(self) -> Connection {
@@ -48,6 +60,7 @@ impl Core {
     pub fn install(self, db: &Connection) {
         match self {
             Core::Reference => common::load(db, &common::reference_so(), "sqlite3_powersync_init").unwrap(),
+            Core::Reference053 => common::load(db, &common::reference_053_so(), "sqlite3_powersync_init").unwrap(),
             Core::Oplite => oplite::register(db).unwrap(),
         }
     }
@@ -55,16 +68,24 @@ impl Core {
 
 /// Generates, for each listed test function `fn name(core: Core)`, a
 /// module `name` with the tests `reference` and `oplite`; attributes given
-/// before `oplite:` (e.g. `#[ignore = "oplite: ..."]`) go on the oplite one.
+/// after `oplite:` (e.g. `#[ignore = "oplite: ..."]`) go on the oplite one.
+/// `name + reference_053` also generates `reference_053`, the test against
+/// the 0.5.3 reference (for tests whose expectation 0.5.4 changed).
 #[macro_export]
 macro_rules! per_core {
-    ($($name:ident $(, oplite: #[$attr:meta])? ;)*) => {
+    ($($name:ident $(+ $v053:ident)? $(, oplite: #[$attr:meta])? ;)*) => {
         $(
             mod $name {
                 #[test]
                 fn reference() {
                     super::$name($crate::upstream::Core::Reference)
                 }
+                $(
+                    #[test]
+                    fn $v053() {
+                        super::$name($crate::upstream::Core::Reference053)
+                    }
+                )?
                 #[test]
                 $(#[$attr])?
                 fn oplite() {
@@ -78,10 +99,12 @@ macro_rules! per_core {
 /// Generates, for each listed sync test `fn name(core: Core, bson: bool)`,
 /// a module `name` with `text_reference`, `text_oplite`, `bson_reference`
 /// and `bson_oplite` (the Dart sync tests run with both line encodings);
-/// attributes after `oplite:` go on both oplite tests.
+/// attributes after `oplite:` go on both oplite tests. `name +
+/// reference_053` also generates `reference_053`, one test running both
+/// encodings against the 0.5.3 reference.
 #[macro_export]
 macro_rules! per_core_and_encoding {
-    ($($name:ident $(, oplite: #[$attr:meta])? ;)*) => {
+    ($($name:ident $(+ $v053:ident)? $(, oplite: #[$attr:meta])? ;)*) => {
         $(
             mod $name {
                 use $crate::upstream::Core;
@@ -93,6 +116,13 @@ macro_rules! per_core_and_encoding {
                 fn bson_reference() {
                     super::$name(Core::Reference, true)
                 }
+                $(
+                    #[test]
+                    fn $v053() {
+                        super::$name(Core::Reference053, false);
+                        super::$name(Core::Reference053, true);
+                    }
+                )?
                 #[test]
                 $(#[$attr])?
                 fn text_oplite() {
