@@ -322,7 +322,7 @@ fn upload_round_trip_applies_once_the_target_is_seen() {
 }
 
 #[test]
-fn completed_upload_retries_a_pending_checkpoint_once() {
+fn completed_upload_retries_a_pending_checkpoint_until_it_applies() {
     let mut pair = synced_pair();
     pair.execute("BEGIN; INSERT INTO items(id, name) VALUES ('local', 'mine'); COMMIT;");
     // The service already confirms write checkpoint 2 (the SDK allocated
@@ -343,11 +343,17 @@ fn completed_upload_retries_a_pending_checkpoint_once() {
     assert_eq!(pair.control("target_checkpoint_request_id", Arg::Int(2)), int(i64::MAX));
     let retried = instructions(pair.control("completed_upload", Arg::Null));
     assert!(has_log(&retried, "Could not apply pending checkpoint even after completed upload"), "{retried:?}");
-    // The try used it up: nothing is pending any more.
+    // Since core 0.5.4 the checkpoint stays pending (0.5.3 tried once):
+    // the next upload retries it again, and once ps_crud is empty, applies it.
+    let retried = instructions(pair.control("completed_upload", Arg::Null));
+    assert!(has_log(&retried, "Could not apply pending checkpoint even after completed upload"), "{retried:?}");
     pair.execute("DELETE FROM ps_crud");
     let retried = instructions(pair.control("completed_upload", Arg::Null));
-    assert!(find(&retried, "DidCompleteSync").is_none(), "{retried:?}");
-    assert_eq!(item_name(&pair, "row2"), None);
+    assert_eq!(find(&retried, "DidCompleteSync"), Some(&json!({"applied_checkpoint_request_id": "2"})));
+    assert_eq!(item_name(&pair, "row2").as_deref(), Some("server2"));
+    // Applied: nothing is pending any more.
+    let retried = instructions(pair.control("completed_upload", Arg::Null));
+    assert_eq!(retried, Vec::<Value>::new());
 
     // Held again by a new local write; this time the upload completes
     // first, then completed_upload applies it.

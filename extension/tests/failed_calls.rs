@@ -1,8 +1,8 @@
 //! A call that fails partway with a retryable error (SQLITE_BUSY) leaves
 //! the sync client's memory as it was, so that after the host's ROLLBACK
 //! memory and database agree again and the same iteration can go on (the
-//! module docs of `sync/client.rs`); any other failure ends the iteration,
-//! as the reference's does.
+//! module docs of `sync/client.rs`); so does any other failure, as the
+//! reference's does since core 0.5.4.
 //!
 //! A session that uses every state-changing event (subscribe, start,
 //! checkpoint, data, partial and full completion, checkpoint diff, a
@@ -209,11 +209,11 @@ fn a_call_that_fails_at_any_write_leaves_memory_as_it_was() {
 }
 
 /// A failure that retrying cannot fix (here a write refused by a trigger,
-/// as SQLITE_FULL or an I/O error would be) ends the iteration, as the
-/// reference's does: the host's `stop` then answers nothing and the SDK
-/// reports the error; the next `start` resumes from the database.
+/// as SQLITE_FULL or an I/O error would be) keeps the iteration, as the
+/// reference's does since core 0.5.4 (PR #218): the host rolls the call
+/// back, and the next event goes on from the state before the failed call.
 #[test]
-fn a_call_that_fails_for_good_ends_the_iteration() {
+fn a_call_that_fails_for_good_keeps_the_iteration() {
     let db = common::oplite_initialised();
     host_call(&db, "start", &None).unwrap();
     db.execute_batch(
@@ -225,7 +225,35 @@ fn a_call_that_fails_for_good_ends_the_iteration() {
     let err = host_call(&db, "line_text", &checkpoint).unwrap_err();
     assert!(err.to_string().contains("injected"), "{err}");
     db.execute_batch("DROP TRIGGER fail_kv").unwrap();
-    assert_eq!(host_call(&db, "stop", &None).unwrap(), json!([]));
+    // The same line again: the status still says connecting, as before the failure.
+    let answer = host_call(&db, "line_text", &checkpoint).unwrap();
+    assert_eq!(answer[0]["UpdateSyncStatus"]["status"]["connected"], json!(true), "{answer}");
+    let complete = Some(r#"{"checkpoint_complete":{"last_op_id":"1"}}"#.to_owned());
+    let answer = host_call(&db, "line_text", &complete).unwrap();
+    assert!(answer.as_array().unwrap().iter().any(|i| i.get("DidCompleteSync").is_some()), "{answer}");
+    let stopped = host_call(&db, "stop", &None).unwrap();
+    assert_eq!(stopped.as_array().unwrap().last().unwrap(), &json!({"CloseSyncStream": {"hide_disconnect": false}}));
+}
+
+/// oplite's own guard (docs/differences.md, "The sync engine"): when the
+/// host rolls back a transaction that held calls which succeeded (a batch
+/// of lines whose last one failed), memory remembers writes the database
+/// no longer has, so the next call ends the iteration with an error
+/// instead of going on; the next `start` resumes from the database. A
+/// failed call in a transaction of its own goes on (above).
+#[test]
+fn a_rolled_back_batch_of_calls_ends_the_iteration() {
+    let db = common::oplite_initialised();
+    host_call(&db, "start", &None).unwrap();
+    db.execute_batch("BEGIN").unwrap();
+    let call = |op: &str, payload: &str| {
+        db.query_row("SELECT powersync_control(?1, ?2)", (op, payload), |r| r.get::<_, SqlValue>(0))
+    };
+    call("line_text", r#"{"checkpoint":{"last_op_id":"1","buckets":[]}}"#).unwrap();
+    call("line_text", "not a line").unwrap_err();
+    db.execute_batch("ROLLBACK").unwrap();
+    let err = host_call(&db, "line_text", &Some(KEEP_ALIVE.to_owned())).unwrap_err();
+    assert!(err.to_string().contains("rolled back"), "{err}");
     let err = host_call(&db, "line_text", &Some(KEEP_ALIVE.to_owned())).unwrap_err();
     assert!(err.to_string().contains("No iteration is active"), "{err}");
     host_call(&db, "start", &None).unwrap();
