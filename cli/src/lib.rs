@@ -10,6 +10,7 @@
 //! - [`http`]: the sync stream read line by line on its own thread; the
 //!   connector's requests.
 //! - [`sync`]: the loop: reconnects, credentials, uploads, progress.
+//! - [`backoff`]: the delays between reconnects and failed uploads.
 //! - [`summary`]: what a run did and how it ended, as printed and as the
 //!   exit code.
 //! - [`checkpoint`]: write checkpoints by checkpoint request
@@ -21,6 +22,7 @@
 //! - [`uninstall`]: `oplite uninstall`: the file back to the PowerSync
 //!   core's layout.
 
+pub mod backoff;
 pub mod checkpoint;
 pub mod credentials;
 pub mod demo;
