@@ -79,7 +79,9 @@ struct SyncArgs {
     /// (default: keep syncing until Ctrl-C).
     #[arg(long)]
     once: bool,
-    /// Give up after this many seconds.
+    /// End the run after this many seconds: exit 3 before a complete
+    /// sync; in live mode after one, exit 0 with the last sync and what
+    /// was in progress (docs/cli.md, "Exit codes").
     #[arg(long)]
     timeout: Option<f64>,
     /// With --once: give up after this many failed connection attempts in
