@@ -79,7 +79,7 @@ pub fn create_indexes(table: &Table) -> Vec<(String, String)> {
                 .map(|c| format!("{}{}", identifier(&c.name), if c.ascending { "" } else { " DESC" }))
                 .collect();
             let sql =
-                format!("CREATE INDEX {}{INDEX_MARKER} ON {}({})", identifier(&name), identifier(&table.name), parts.join(","));
+                format!("CREATE INDEX {}{INDEX_MARKER} ON {}({})", identifier(&name), identifier(&table.name), parts.join(", "));
             (name, sql)
         })
         .collect()

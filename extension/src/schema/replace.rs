@@ -288,7 +288,7 @@ fn change_direct_table(db: &Connection, installed: &Installed, existing: &DataTa
 fn check_collisions(installed: &Installed, desired: &[Desired<'_>]) -> Result<()> {
     for d in desired {
         let t = &d.table.name;
-        if let Some(object) = installed.object(&d.view) {
+        if let Some(object) = installed.object(&d.view).filter(|_| !d.is_direct()) {
             let generated = object.kind == "view" && super::installed::is_generated_view(object.sql.as_deref());
             if !generated {
                 return Err(conflict(format!(
