@@ -258,6 +258,31 @@ fn priority_zero_is_applied_under_pending_uploads() {
     }
 }
 
+/// Point 3 with a stream: the priority-0 apply under pending uploads marks
+/// the stream synced (ps_stream_subscriptions compared by Pair, and the
+/// status), and a stop keeps the priority-0 entry in the disconnected status.
+#[test]
+fn priority_zero_under_pending_uploads_marks_streams_synced() {
+    for wire in WIRES {
+        let mut pair = pair();
+        let change = json!({"subscribe": {"stream": {"name": "s"}, "ttl": 60}}).to_string();
+        pair.control("subscriptions", Arg::Text(&change));
+        control(&mut pair, "start", Some(&json!({"active_streams": [{"name": "s"}]}).to_string()));
+        queue_with_one_uploaded(&mut pair, 5);
+        let mut cp = with_write_checkpoint(checkpoint(1, &[("a", 1, 0, 1)]), 5);
+        cp["checkpoint"]["buckets"][0]["subscriptions"] = json!([{"sub": 0}]);
+        cp["checkpoint"]["streams"] = json!([{"name": "s", "is_default": false, "errors": []}]);
+        line(&mut pair, wire, cp);
+        line(&mut pair, wire, put("a", 1, "r1", 1));
+        let answer = line(&mut pair, wire, complete(1));
+        let status = status_of(&answer).expect("the partial apply changes the status");
+        assert!(status["streams"][0]["last_synced_at"].is_number(), "{status}");
+        let stopped = control(&mut pair, "stop", None);
+        let status = status_of(&stopped).unwrap();
+        assert_eq!(status["priority_status"][0]["priority"], 0, "{status}");
+    }
+}
+
 /// Point 3: only a checkpoint of priority-0 buckets, and not an empty one.
 #[test]
 fn mixed_or_empty_checkpoints_stay_blocked() {
