@@ -250,10 +250,15 @@ pub fn put_values(statement: &RawStatement, id: &str, data: &str) -> Result<Vec<
 }
 
 /// A column's value in a row's JSON `data`, as [`put_values`] binds it:
-/// objects and arrays are NULL, everything else as `json_extract` reads it.
+/// objects and arrays are NULL, `-0` the REAL -0.0 (as serde_json reads
+/// it), everything else as `json_extract` reads it.
 fn extracted(data: &str, column: &str) -> String {
     let path = json_path(column);
-    format!("CASE WHEN json_type({data}, {path}) IN ('object', 'array') THEN NULL ELSE json_extract({data}, {path}) END")
+    format!(
+        "CASE json_type({data}, {path}) WHEN 'object' THEN NULL WHEN 'array' THEN NULL \
+         WHEN 'integer' THEN CASE WHEN ({data} -> {path}) = '-0' THEN -0.0 ELSE json_extract({data}, {path}) END \
+         ELSE json_extract({data}, {path}) END"
+    )
 }
 
 /// Set-wise: SQL that upserts every row of `source` (a SELECT of `id` and
