@@ -289,7 +289,9 @@ fn check_collisions(installed: &Installed, desired: &[Desired<'_>]) -> Result<()
     for d in desired {
         let t = &d.table.name;
         if let Some(object) = installed.object(&d.view).filter(|_| !d.is_direct()) {
-            let generated = object.kind == "view" && super::installed::is_generated_view(object.sql.as_deref());
+            // A direct table of that name becomes this view: it goes first.
+            let generated = (object.kind == "view" && super::installed::is_generated_view(object.sql.as_deref()))
+                || installed.direct_table(&object.name).is_some();
             if !generated {
                 return Err(conflict(format!(
                     "table {t:?} needs a view named {:?}, but the database has a {} of that name that oplite did not create",
