@@ -540,9 +540,7 @@ fn context_of(text: &str) -> &str {
 
 /// Point 10: sync_local's write errors name the type, id and data of the
 /// row (0.5.4 writes JSON tables through the statement raw tables use).
-/// Waits for the apply.rs change requested in /tmp/handoff/sync.md.
 #[test]
-#[ignore = "needs RowWriter's error context (extension/src/schema/apply.rs, helper direct)"]
 fn sync_local_write_errors_name_the_row() {
     let mut pair = pair();
     control(&mut pair, "start", None);

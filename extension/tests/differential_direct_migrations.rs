@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::diff::{Arg, Pair};
+use common::diff::{Arg, Checkpoints, Pair};
 use common::schema::rows;
 use serde_json::{json, Value};
 
@@ -80,29 +80,6 @@ fn a_dropped_direct_table_keeps_synced_rows_in_ps_untyped() {
     assert_same_rows(&pair, "back");
 }
 
-struct Stream {
-    next_op: u32,
-    sum: u32,
-}
-
-impl Stream {
-    fn checkpoint(&mut self, pair: &mut Pair, rows: &[(&str, &str)]) {
-        let mut lines = Vec::new();
-        for (id, data) in rows {
-            self.next_op += 1;
-            let checksum = self.next_op.wrapping_mul(2_654_435_761);
-            self.sum = self.sum.wrapping_add(checksum);
-            lines.push(json!({"op_id": self.next_op.to_string(), "op": "PUT", "object_type": "items",
-                "object_id": id, "checksum": checksum, "data": data}));
-        }
-        let last = self.next_op.to_string();
-        let checkpoint = json!({"checkpoint": {"last_op_id": last, "buckets": [{"bucket": "b", "checksum": self.sum}]}});
-        pair.control("line_text", Arg::Text(&checkpoint.to_string()));
-        pair.control("line_text", Arg::Text(&json!({"data": {"bucket": "b", "data": lines}}).to_string()));
-        pair.control("line_text", Arg::Text(&json!({"checkpoint_complete": {"last_op_id": last}}).to_string()));
-    }
-}
-
 #[test]
 fn changed_columns_alter_the_table_and_an_added_one_is_filled_by_a_resync() {
     for strategy in ["incremental", "from_scratch"] {
@@ -111,8 +88,8 @@ fn changed_columns_alter_the_table_and_an_added_one_is_filled_by_a_resync() {
         let before = table(true, false, &["a", "b"]);
         pair.replace_schema(&before);
         pair.control("start", Arg::Text(&json!({"schema": before}).to_string()));
-        let mut stream = Stream { next_op: 0, sum: 0 };
-        stream.checkpoint(&mut pair, &[("1", r#"{"a":"x","b":"y","c":"z"}"#), ("2", r#"{"c":"only c"}"#)]);
+        let mut stream = Checkpoints::default();
+        stream.send(&mut pair, &[("items", "1", r#"{"a":"x","b":"y","c":"z"}"#), ("items", "2", r#"{"c":"only c"}"#)]);
         pair.control("stop", Arg::Null);
 
         // Added "c", dropped "b".
@@ -126,7 +103,7 @@ fn changed_columns_alter_the_table_and_an_added_one_is_filled_by_a_resync() {
 
         // The next checkpoint applies everything again: "c" is filled.
         pair.control("start", Arg::Text(&json!({"schema": after}).to_string()));
-        stream.checkpoint(&mut pair, &[("3", r#"{"a":"new"}"#)]);
+        stream.send(&mut pair, &[("items", "3", r#"{"a":"new"}"#)]);
         assert_same_rows(&pair, strategy);
         assert_eq!(common::schema::texts(&pair.ours, "SELECT ifnull(c, 'NULL') FROM items ORDER BY id"), vec!["z", "only c", "NULL"]);
         pair.control("stop", Arg::Null);

@@ -98,12 +98,7 @@ impl Twin {
         let theirs = open_core(&dir.join("theirs.db"));
         for db in [&ours, &theirs] {
             db.execute_batch(THINGS).unwrap();
-            db.execute_batch(
-                "BEGIN; SELECT powersync_init();
-                 UPDATE ps_kv SET value = '00000000-0000-4000-8000-000000000000' WHERE key = 'client_id';
-                 COMMIT;",
-            )
-            .unwrap();
+            common::init_fixed_client_id(db);
             replace_schema(db);
         }
         let mut twin = Twin { dir, pair: Pair { ours, theirs, trace: Vec::new(), extra_queries: Vec::new() } };

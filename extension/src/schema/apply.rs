@@ -232,25 +232,27 @@ impl<'c> RowWriter<'c> {
             return self.put_raw(raw, id, data);
         }
         if let Some(table) = tables.synced.get(row_type) {
-            let context = "applying a synced row";
+            // A failed write names the row as core 0.5.4 does; the SQL is
+            // formatted again only then.
+            let failed = |sql: String, e| {
+                OpliteError::sqlite_statement(sql, format!("replacing into {row_type}, id = {id}, data = {data}"), e)
+            };
             return match table.layout {
                 Layout::Json => {
                     let stmt = self.statement(PUT, row_type, || rows::upsert_json_row(&table.name))?;
-                    stmt.execute((id, data)).context(context).map(drop)
+                    stmt.execute((id, data)).map_err(|e| failed(rows::upsert_json_row(&table.name), e)).map(drop)
                 }
                 Layout::Typed => {
-                    let stmt = self.statement(PUT, row_type, || {
-                        rows::upsert_typed_row(&table.name, &table.columns, table.app_triggers)
-                    })?;
+                    let typed = || rows::upsert_typed_row(&table.name, &table.columns, table.app_triggers);
+                    let stmt = self.statement(PUT, row_type, typed)?;
                     match stmt.execute((id, data)) {
                         Ok(_) => Ok(()),
                         Err(e) if e.to_string().contains("malformed JSON") => {
-                            let stmt = self.statement(UNREADABLE, row_type, || {
-                                rows::upsert_typed_unreadable(&table.name, &table.columns, table.app_triggers)
-                            })?;
-                            stmt.execute((id, data)).context(context).map(drop)
+                            let unreadable = || rows::upsert_typed_unreadable(&table.name, &table.columns, table.app_triggers);
+                            let stmt = self.statement(UNREADABLE, row_type, unreadable)?;
+                            stmt.execute((id, data)).map_err(|e| failed(unreadable(), e)).map(drop)
                         }
-                        Err(e) => Err(OpliteError::sqlite(context, e)),
+                        Err(e) => Err(failed(typed(), e)),
                     }
                 }
                 Layout::Direct => self.put_direct(table, id, data),
@@ -265,10 +267,11 @@ impl<'c> RowWriter<'c> {
     pub fn delete(&mut self, row_type: &str, id: &str) -> Result<()> {
         let tables = self.tables.clone();
         if let Some(table) = tables.synced.get(row_type).filter(|_| !tables.raw.contains_key(row_type)) {
-            let stmt = self.statement(DELETE, row_type, || format!("DELETE FROM {} WHERE id = ?1", identifier(&table.name)))?;
+            let sql = || format!("DELETE FROM {} WHERE id = ?1", identifier(&table.name));
+            let stmt = self.statement(DELETE, row_type, sql)?;
             return stmt
                 .execute([id])
-                .map_err(|e| OpliteError::sqlite(format!("deleting from {row_type}, id = {id}"), e))
+                .map_err(|e| OpliteError::sqlite_statement(sql(), format!("deleting from {row_type}, id = {id}"), e))
                 .map(drop);
         }
         if let Some(raw) = tables.raw.get(row_type) {

@@ -401,7 +401,8 @@ pub fn register(db: &Connection) -> Result<()> {
     )?;
     // powersync_json_merge(object, ...): the reference core's variant, for
     // apps and SDKs that call it: plain text (the reference sets the JSON
-    // subtype before its result, which clears it), no empty-object skipping.
+    // subtype before its result, which clears it), no empty-object skipping;
+    // NULL arguments are skipped, as core 0.5.4 does.
     register_function(
         db,
         "powersync_json_merge",
@@ -409,10 +410,14 @@ pub fn register(db: &Connection) -> Result<()> {
         Purity::Deterministic,
         Box::new(|ctx, args| {
             let db = ctx.db()?;
-            let objects: Vec<std::borrow::Cow<'_, str>> =
-                (0..args.len()).map(|i| text_coerced(&db, args, i)).collect::<Result<_>>()?;
-            let objects: Vec<&str> = objects.iter().map(|o| o.as_ref()).collect();
-            crud_json::concat_objects(&objects).map(Value::Text)
+            let objects: Vec<Option<std::borrow::Cow<'_, str>>> = (0..args.len())
+                .map(|i| match args[i] {
+                    ValueRef::Null => Ok(None),
+                    _ => text_coerced(&db, args, i).map(Some),
+                })
+                .collect::<Result<_>>()?;
+            let objects: Vec<Option<&str>> = objects.iter().map(|o| o.as_deref()).collect();
+            crud_json::concat_present_objects(&objects).map(Value::Text)
         }),
     )
 }

@@ -361,16 +361,10 @@ pub fn merge_objects(objects: &[&str]) -> String {
 /// `powersync_json_merge(object, ...)` as the reference core does it: plain
 /// concatenation of what lies between each argument's outer braces, with
 /// no parsing (an empty object after the first argument leaves a trailing
-/// comma, as there). An argument that does not start with `{` and end with
-/// `}` is an error.
-pub fn concat_objects(objects: &[&str]) -> Result<String> {
-    let present: Vec<Option<&str>> = objects.iter().copied().map(Some).collect();
-    concat_present_objects(&present)
-}
-
-/// [`concat_objects`] over arguments that may be NULL (`None`): core 0.5.4
-/// skips NULL arguments, so `powersync_json_merge('{"a":1}', NULL)` is
-/// `{"a":1}` and an all-NULL call `{}`.
+/// comma, as there). NULL arguments (`None`) are skipped, as core 0.5.4
+/// does, so `powersync_json_merge('{"a":1}', NULL)` is `{"a":1}` and an
+/// all-NULL call `{}`. Any other argument that does not start with `{`
+/// and end with `}` is an error.
 pub fn concat_present_objects(objects: &[Option<&str>]) -> Result<String> {
     let mut out = String::from("{");
     for object in objects.iter().flatten() {

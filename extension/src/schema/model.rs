@@ -251,8 +251,9 @@ pub struct RawTableOptions {
     /// Old values in PATCH and DELETE entries.
     #[serde(default, deserialize_with = "null_as_default")]
     pub include_old: IncludeOld,
-    /// Ignored by raw-table triggers unless `insert_only` is also set (the
-    /// reference core then ignores `insert_only`).
+    /// The triggers queue nothing: no INSERT or DELETE trigger is created,
+    /// and the UPDATE trigger only refuses a changed id (`insert_only` is
+    /// ignored when this is set).
     #[serde(default, deserialize_with = "null_as_default")]
     pub local_only: bool,
     /// Inserts are queued as PUTs; updates and deletes fail.

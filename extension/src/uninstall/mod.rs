@@ -163,9 +163,12 @@ fn check(db: &Connection) -> Result<()> {
     let installed = Installed::read(db)?;
     for object in &installed.objects {
         let sql = object.sql.as_deref().unwrap_or("");
+        // A direct table's indexes are named ps_data__* too, but belong to
+        // the app's schema as the core writes it (schema/direct.rs).
         let internal = object.name.starts_with("ps_")
             && !object.table.starts_with(crate::schema::ddl::SYNCED_PREFIX)
-            && !object.table.starts_with(crate::schema::ddl::LOCAL_PREFIX);
+            && !object.table.starts_with(crate::schema::ddl::LOCAL_PREFIX)
+            && !(object.kind == "index" && crate::schema::direct::is_direct_index_sql(sql));
         let kind = object.kind.as_str();
         if matches!(kind, "table" | "index") && internal && !core.iter().any(|c| c.name == object.name && c.sql == sql) {
             return Err(OpliteError::Internal(format!("oplite_uninstall would leave the {kind} {} behind: {sql}", object.name)));

@@ -166,12 +166,7 @@ impl Pair {
         let ours = oplite();
         let theirs = reference();
         for db in [&ours, &theirs] {
-            db.execute_batch(
-                "BEGIN; SELECT powersync_init();
-                 UPDATE ps_kv SET value = '00000000-0000-4000-8000-000000000000' WHERE key = 'client_id';
-                 COMMIT;",
-            )
-            .unwrap();
+            super::init_fixed_client_id(db);
         }
         Pair { ours, theirs, trace: Vec::new(), extra_queries: Vec::new() }
     }
@@ -260,5 +255,34 @@ impl Pair {
                 );
             }
         }
+    }
+}
+
+/// One bucket `b` of PUT ops, sent to a [`Pair`] a checkpoint at a time:
+/// op ids count up across checkpoints, each op's checksum derived from its
+/// id, the bucket's checksum their running sum.
+#[derive(Default)]
+pub struct Checkpoints {
+    next_op: u32,
+    sum: u32,
+}
+
+impl Checkpoints {
+    /// A checkpoint with one PUT per `(row_type, id, data)`, its data line
+    /// and its completion.
+    pub fn send(&mut self, pair: &mut Pair, rows: &[(&str, &str, &str)]) {
+        let mut ops = Vec::new();
+        for (row_type, id, data) in rows {
+            self.next_op += 1;
+            let checksum = self.next_op.wrapping_mul(2_654_435_761);
+            self.sum = self.sum.wrapping_add(checksum);
+            ops.push(serde_json::json!({"op_id": self.next_op.to_string(), "op": "PUT", "object_type": row_type,
+                "object_id": id, "checksum": checksum, "data": data}));
+        }
+        let last = self.next_op.to_string();
+        let checkpoint = serde_json::json!({"checkpoint": {"last_op_id": last, "buckets": [{"bucket": "b", "checksum": self.sum}]}});
+        pair.control("line_text", Arg::Text(&checkpoint.to_string()));
+        pair.control("line_text", Arg::Text(&serde_json::json!({"data": {"bucket": "b", "data": ops}}).to_string()));
+        pair.control("line_text", Arg::Text(&serde_json::json!({"checkpoint_complete": {"last_op_id": last}}).to_string()));
     }
 }

@@ -97,6 +97,9 @@ pub struct Model {
     pub crud: BTreeMap<i64, String>,
     /// The rows of the checkpoint being downloaded.
     sent: Option<Rows>,
+    /// Whether every bucket of that checkpoint has priority 0: such a
+    /// checkpoint applies even while uploads are queued (core 0.5.4).
+    sent_urgent: bool,
     /// The rows of the last validated checkpoint (applied when the host is
     /// told `DidCompleteSync`).
     validated: Option<Rows>,
@@ -184,6 +187,34 @@ pub fn stored_rows(db: &Connection) -> Rows {
     };
     let mut stmt = db.prepare(sql).unwrap();
     stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?))).unwrap().map(|r| r.unwrap()).collect()
+}
+
+/// What the partial apply of priority-0 buckets under queued uploads writes,
+/// from the oplog it starts from: every row with an op downloaded since the
+/// last apply takes the data of its newest op in any bucket (none: the row
+/// goes). Rows only removed or written locally stay as they are.
+fn urgent_apply(db: &Connection) -> Vec<((String, String), Option<String>)> {
+    let mut stmt = db
+        .prepare(
+            "SELECT o.row_type, o.row_id, o.op_id, o.data, o.op_id > b.last_applied_op
+             FROM ps_oplog o JOIN ps_buckets b ON b.id = o.bucket WHERE o.row_type IS NOT NULL",
+        )
+        .unwrap();
+    let mut newest: BTreeMap<(String, String), (i64, Option<String>)> = BTreeMap::new();
+    let mut touched = std::collections::BTreeSet::new();
+    let ops = stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get::<_, i64>(2)?, r.get(3)?, r.get::<_, bool>(4)?)));
+    for (row, op_id, data, new) in ops.unwrap().map(Result::unwrap) {
+        if new {
+            touched.insert(row.clone());
+        }
+        if newest.get(&row).is_none_or(|(id, _)| *id < op_id) {
+            newest.insert(row, (op_id, data));
+        }
+    }
+    touched.into_iter().map(|row| {
+        let data = newest[&row].1.clone();
+        (row, data)
+    }).collect()
 }
 
 /// `ps_crud` as id -> data.
@@ -279,12 +310,22 @@ impl Driver {
     /// follows what the answer says. `completion` is true for a
     /// `checkpoint_complete` line.
     pub fn try_control(&mut self, op: &str, payload: SqlValue, completion: bool) -> rusqlite::Result<Value> {
+        let urgent = (completion && self.model.sent_urgent).then(|| urgent_apply(&self.db));
         let instructions = self.raw_control(op, &payload)?;
         if completion && !closes(&instructions) {
             self.model.validated = self.model.sent.clone();
         }
         if completes(&instructions) {
             self.model.rows = self.model.validated.clone().expect("applied without a validated checkpoint");
+        } else if let Some(changes) = urgent.filter(|_| completion && !closes(&instructions)) {
+            // Held back by queued uploads, a checkpoint of priority-0
+            // buckets only still applies what it downloaded.
+            for (row, data) in changes {
+                match data {
+                    Some(data) => self.model.rows.insert(row, data),
+                    None => self.model.rows.remove(&row),
+                };
+            }
         }
         match op {
             "start" => self.iteration_active = true,
@@ -430,6 +471,7 @@ impl Driver {
             }
             sent = Some(self.server.checkpoint_entries());
             self.model.sent = Some(server_rows(&self.server));
+            self.model.sent_urgent = self.server.buckets.iter().all(|b| b.priority == 0);
             for bucket in self.server.buckets.iter().map(|b| b.name.clone()).collect::<Vec<_>>() {
                 after.entry(bucket).or_insert(0);
             }
@@ -487,6 +529,7 @@ impl Driver {
         self.upload();
         let line = self.server.checkpoint_line();
         self.model.sent = Some(server_rows(&self.server));
+        self.model.sent_urgent = self.server.buckets.iter().all(|b| b.priority == 0);
         let mut downloaded = 0;
         assert!(!closes(&self.send(&line)));
         for (_, data) in self.server.data_lines(&after) {
@@ -533,12 +576,7 @@ pub fn create_file(path: &std::path::Path) {
 /// when given, a schema.
 pub fn create_file_with(path: &std::path::Path, schema: Option<&str>) {
     let db = open_file(path, None);
-    db.execute_batch(
-        "BEGIN; SELECT powersync_init();
-         UPDATE ps_kv SET value = '00000000-0000-4000-8000-000000000000' WHERE key = 'client_id';
-         COMMIT;",
-    )
-    .unwrap();
+    super::init_fixed_client_id(&db);
     if let Some(schema) = schema {
         db.execute_batch("BEGIN").unwrap();
         db.query_row("SELECT powersync_replace_schema(?1)", [schema], |_| Ok(())).unwrap();

@@ -36,6 +36,17 @@ pub fn init(db: &Connection) {
     db.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").unwrap();
 }
 
+/// Runs `powersync_init()` in a transaction and fixes the client id, so
+/// that two databases' requests and rows compare equal.
+pub fn init_fixed_client_id(db: &Connection) {
+    db.execute_batch(
+        "BEGIN; SELECT powersync_init();
+         UPDATE ps_kv SET value = '00000000-0000-4000-8000-000000000000' WHERE key = 'client_id';
+         COMMIT;",
+    )
+    .unwrap();
+}
+
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
