@@ -39,9 +39,9 @@ TARGET=aarch64-unknown-linux-gnu
 # spawn helper processes of the host architecture do not run here.
 EXCLUDED=(concurrency crash uninstall_crash)
 # What a test file calls when it loads the reference core or liboplite.so
-# (extension/tests/common: reference(), reference_so(), oplite_so(), Pair;
+# (extension/tests/common: reference(), reference_so(), their 0.5.3 twins, oplite_so(), Pair;
 # the upstream suite's per_core! tests run every test on the reference too).
-LOADS_X86_64='per_core|reference_so\(|reference\(\)|oplite_so\(|Pair::new|Pair \{'
+LOADS_X86_64='per_core|reference(_053)?(_so)?\(|oplite_so\(|Pair::new|Pair \{'
 
 "$SCRIPT_DIR/install-mobile-toolchain.sh" --arm64
 
