@@ -3,14 +3,20 @@
 //! upsert over the declared columns (undeclared fields dropped, values
 //! bound as the reference binds them), deletes by id, the upload triggers
 //! staying quiet during sync, and a direct or raw table of the schema
-//! winning over a leftover `ps_data__` table of the same type.
+//! winning over a leftover `ps_data__` table of the same type; on JSON and
+//! BSON lines.
 
 mod common;
 
-use common::diff::{Arg, Pair};
+use common::diff::{Arg, Checkpoints, Pair};
 use serde_json::{json, Value};
 
 const STRATEGIES: &[&str] = &["incremental", "from_scratch"];
+
+/// Each strategy, on JSON and on BSON lines.
+fn variants() -> impl Iterator<Item = (&'static str, bool)> {
+    STRATEGIES.iter().flat_map(|s| [(*s, false), (*s, true)])
+}
 
 fn schema() -> Value {
     json!({"tables": [
@@ -25,34 +31,6 @@ fn schema() -> Value {
 /// Every row of `table` with each value's storage class.
 fn typed_rows(db: &rusqlite::Connection, table: &str) -> Vec<Vec<rusqlite::types::Value>> {
     common::schema::rows(db, &format!("SELECT * FROM \"{table}\" ORDER BY id"))
-}
-
-struct Stream {
-    next_op: u32,
-    sum: u32,
-}
-
-impl Stream {
-    /// Sends one checkpoint with `ops` (op, type, id, data) and completes it.
-    fn checkpoint(&mut self, pair: &mut Pair, ops: &[(&str, &str, &str, Option<&str>)]) {
-        let mut lines = Vec::new();
-        for (op, row_type, id, data) in ops {
-            self.next_op += 1;
-            let checksum = self.next_op.wrapping_mul(2_654_435_761);
-            self.sum = self.sum.wrapping_add(checksum);
-            let mut line = json!({"op_id": self.next_op.to_string(), "op": op, "object_type": row_type,
-                "object_id": id, "checksum": checksum});
-            if let Some(data) = data {
-                line["data"] = json!(data);
-            }
-            lines.push(line);
-        }
-        let last = self.next_op.to_string();
-        let checkpoint = json!({"checkpoint": {"last_op_id": last, "buckets": [{"bucket": "b", "checksum": self.sum}]}});
-        pair.control("line_text", Arg::Text(&checkpoint.to_string()));
-        pair.control("line_text", Arg::Text(&json!({"data": {"bucket": "b", "data": lines}}).to_string()));
-        pair.control("line_text", Arg::Text(&json!({"checkpoint_complete": {"last_op_id": last}}).to_string()));
-    }
 }
 
 fn start(pair: &mut Pair, schema: &Value) {
@@ -72,13 +50,13 @@ fn synced_rows_land_in_direct_tables_as_with_the_reference() {
         r#"{}"#,
         r#"{"a":"o\u00f1e","o\u00f1e":"unicode key","d":"\t tab escape"}"#,
     ];
-    for strategy in STRATEGIES {
+    for (strategy, bson) in variants() {
         let mut pair = Pair::new();
         pair.ours.query_row("SELECT oplite_sync_local_strategy(?1)", [strategy], |_| Ok(())).unwrap();
         let schema = schema();
         pair.replace_schema(&schema);
         start(&mut pair, &schema);
-        let mut stream = Stream { next_op: 0, sum: 0 };
+        let mut stream = Checkpoints::encoded(bson);
         for round in 0..3 {
             let ids: Vec<String> = (0..shapes.len()).map(|i| format!("row{i}")).collect();
             let mut ops: Vec<(&str, &str, &str, Option<&str>)> = Vec::new();
@@ -92,9 +70,9 @@ fn synced_rows_land_in_direct_tables_as_with_the_reference() {
                 ops.push(("REMOVE", "items", "row1", None));
                 ops.push(("REMOVE", "bare", "b1", None));
             }
-            stream.checkpoint(&mut pair, &ops);
+            stream.send_ops(&mut pair, &ops);
             for table in ["items", "local_items", "bare"] {
-                assert_eq!(typed_rows(&pair.ours, table), typed_rows(&pair.theirs, table), "{table}, {strategy}, round {round}");
+                assert_eq!(typed_rows(&pair.ours, table), typed_rows(&pair.theirs, table), "{table}, {strategy}, bson {bson}, round {round}");
             }
             pair.assert_same_tables();
         }
@@ -106,20 +84,20 @@ fn synced_rows_land_in_direct_tables_as_with_the_reference() {
 
 #[test]
 fn local_writes_then_sync_agree() {
-    for strategy in STRATEGIES {
+    for (strategy, bson) in variants() {
         let mut pair = Pair::new();
         pair.ours.query_row("SELECT oplite_sync_local_strategy(?1)", [strategy], |_| Ok(())).unwrap();
         let schema = schema();
         pair.replace_schema(&schema);
         pair.execute("INSERT INTO items(id, a, b) VALUES ('mine', 'local', 1); INSERT INTO local_items(id, a) VALUES ('l', 'x');");
         start(&mut pair, &schema);
-        let mut stream = Stream { next_op: 0, sum: 0 };
+        let mut stream = Checkpoints::encoded(bson);
         // Local data blocks the checkpoint until the upload is done.
-        stream.checkpoint(&mut pair, &[("PUT", "items", "mine", Some(r#"{"a":"server","b":2}"#)), ("PUT", "items", "s", Some(r#"{"a":"s"}"#))]);
-        assert_eq!(typed_rows(&pair.ours, "items"), typed_rows(&pair.theirs, "items"), "{strategy}");
+        stream.send_ops(&mut pair, &[("PUT", "items", "mine", Some(r#"{"a":"server","b":2}"#)), ("PUT", "items", "s", Some(r#"{"a":"s"}"#))]);
+        assert_eq!(typed_rows(&pair.ours, "items"), typed_rows(&pair.theirs, "items"), "{strategy}, bson {bson}");
         pair.execute("DELETE FROM ps_crud");
-        stream.checkpoint(&mut pair, &[("PUT", "items", "t", Some(r#"{"a":"t"}"#))]);
-        assert_eq!(typed_rows(&pair.ours, "items"), typed_rows(&pair.theirs, "items"), "{strategy}");
+        stream.send_ops(&mut pair, &[("PUT", "items", "t", Some(r#"{"a":"t"}"#))]);
+        assert_eq!(typed_rows(&pair.ours, "items"), typed_rows(&pair.theirs, "items"), "{strategy}, bson {bson}");
         pair.execute("UPDATE items SET b = 5 WHERE id = 's'; DELETE FROM items WHERE id = 't';");
         pair.assert_same_tables();
         pair.control("stop", Arg::Null);
@@ -128,7 +106,7 @@ fn local_writes_then_sync_agree() {
 
 #[test]
 fn the_schema_wins_over_a_leftover_data_table_of_the_same_type() {
-    for strategy in STRATEGIES {
+    for (strategy, bson) in variants() {
         let mut pair = Pair::new();
         pair.ours.query_row("SELECT oplite_sync_local_strategy(?1)", [strategy], |_| Ok(())).unwrap();
         let schema = json!({"tables": [{"name": "items", "direct": true, "columns": [{"name": "a", "type": "text"}]}],
@@ -140,19 +118,19 @@ fn the_schema_wins_over_a_leftover_data_table_of_the_same_type() {
              CREATE TABLE ps_data__raws(id TEXT PRIMARY KEY NOT NULL, data TEXT);",
         );
         start(&mut pair, &schema);
-        let mut stream = Stream { next_op: 0, sum: 0 };
-        stream.checkpoint(&mut pair, &[("PUT", "items", "1", Some(r#"{"a":"x"}"#)), ("PUT", "raws", "2", Some(r#"{"a":"y"}"#))]);
+        let mut stream = Checkpoints::encoded(bson);
+        stream.send_ops(&mut pair, &[("PUT", "items", "1", Some(r#"{"a":"x"}"#)), ("PUT", "raws", "2", Some(r#"{"a":"y"}"#))]);
         for sql in [
             "SELECT * FROM items ORDER BY id",
             "SELECT * FROM raw_local ORDER BY id",
             "SELECT * FROM ps_data__items ORDER BY id",
             "SELECT * FROM ps_data__raws ORDER BY id",
         ] {
-            assert_eq!(common::schema::rows(&pair.ours, sql), common::schema::rows(&pair.theirs, sql), "{sql}, {strategy}");
+            assert_eq!(common::schema::rows(&pair.ours, sql), common::schema::rows(&pair.theirs, sql), "{sql}, {strategy}, bson {bson}");
         }
         assert_eq!(common::schema::texts(&pair.ours, "SELECT a FROM items"), vec!["x"]);
         assert_eq!(common::schema::texts(&pair.ours, "SELECT a FROM raw_local"), vec!["y"]);
-        stream.checkpoint(&mut pair, &[("REMOVE", "items", "1", None), ("REMOVE", "raws", "2", None)]);
+        stream.send_ops(&mut pair, &[("REMOVE", "items", "1", None), ("REMOVE", "raws", "2", None)]);
         assert!(common::schema::texts(&pair.ours, "SELECT a FROM items").is_empty());
         assert!(common::schema::texts(&pair.ours, "SELECT a FROM raw_local").is_empty());
         pair.control("stop", Arg::Null);

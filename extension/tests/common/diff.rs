@@ -258,31 +258,56 @@ impl Pair {
     }
 }
 
-/// One bucket `b` of PUT ops, sent to a [`Pair`] a checkpoint at a time:
-/// op ids count up across checkpoints, each op's checksum derived from its
-/// id, the bucket's checksum their running sum.
+/// One bucket `b` of ops, sent to a [`Pair`] a checkpoint at a time, as
+/// JSON lines or (`bson`) BSON ones: op ids count up across checkpoints,
+/// each op's checksum derived from its id, the bucket's checksum their
+/// running sum.
 #[derive(Default)]
 pub struct Checkpoints {
     next_op: u32,
     sum: u32,
+    pub bson: bool,
 }
 
 impl Checkpoints {
+    /// Lines in BSON when `bson` is set.
+    pub fn encoded(bson: bool) -> Checkpoints {
+        Checkpoints { bson, ..Checkpoints::default() }
+    }
+
     /// A checkpoint with one PUT per `(row_type, id, data)`, its data line
     /// and its completion.
     pub fn send(&mut self, pair: &mut Pair, rows: &[(&str, &str, &str)]) {
-        let mut ops = Vec::new();
-        for (row_type, id, data) in rows {
+        let ops: Vec<_> = rows.iter().map(|(row_type, id, data)| ("PUT", *row_type, *id, Some(*data))).collect();
+        self.send_ops(pair, &ops);
+    }
+
+    /// A checkpoint with one op per `(op, row_type, id, data)` (no data:
+    /// none sent), its data line and its completion.
+    pub fn send_ops(&mut self, pair: &mut Pair, ops: &[(&str, &str, &str, Option<&str>)]) {
+        let mut entries = Vec::new();
+        for (op, row_type, id, data) in ops {
             self.next_op += 1;
             let checksum = self.next_op.wrapping_mul(2_654_435_761);
             self.sum = self.sum.wrapping_add(checksum);
-            ops.push(serde_json::json!({"op_id": self.next_op.to_string(), "op": "PUT", "object_type": row_type,
-                "object_id": id, "checksum": checksum, "data": data}));
+            let mut entry = serde_json::json!({"op_id": self.next_op.to_string(), "op": op, "object_type": row_type,
+                "object_id": id, "checksum": checksum});
+            if let Some(data) = data {
+                entry["data"] = (*data).into();
+            }
+            entries.push(entry);
         }
         let last = self.next_op.to_string();
-        let checkpoint = serde_json::json!({"checkpoint": {"last_op_id": last, "buckets": [{"bucket": "b", "checksum": self.sum}]}});
-        pair.control("line_text", Arg::Text(&checkpoint.to_string()));
-        pair.control("line_text", Arg::Text(&serde_json::json!({"data": {"bucket": "b", "data": ops}}).to_string()));
-        pair.control("line_text", Arg::Text(&serde_json::json!({"checkpoint_complete": {"last_op_id": last}}).to_string()));
+        self.line(pair, serde_json::json!({"checkpoint": {"last_op_id": last, "buckets": [{"bucket": "b", "checksum": self.sum}]}}));
+        self.line(pair, serde_json::json!({"data": {"bucket": "b", "data": entries}}));
+        self.line(pair, serde_json::json!({"checkpoint_complete": {"last_op_id": last}}));
+    }
+
+    fn line(&self, pair: &mut Pair, line: Value) {
+        if self.bson {
+            pair.control("line_binary", Arg::Blob(&bson::serialize_to_vec(&line).unwrap()));
+        } else {
+            pair.control("line_text", Arg::Text(&line.to_string()));
+        }
     }
 }
