@@ -29,7 +29,7 @@ use super::installed::{Installed, SchemaObject};
 use super::model::{RawStatement, RawTable};
 use super::raw;
 use super::quote::identifier;
-use super::replace::load_raw_tables;
+use super::raw::load_raw_tables;
 use super::rows;
 use crate::error::{OpliteError, Result, SqliteResultExt};
 use crate::sqlite::{client_data, ClientDataKey, ScopeCounter, ScopeGuard};

@@ -20,7 +20,7 @@ use rusqlite::Connection;
 
 use super::installed::Installed;
 use super::quote::identifier;
-use super::replace::load_raw_tables;
+use super::raw::load_raw_tables;
 use crate::error::{OpliteError, Result, SqliteResultExt};
 use crate::sql_args::{int_coerced, require_transaction};
 use crate::sqlite::{client_data, register_scalar, ClientDataKey, Purity};

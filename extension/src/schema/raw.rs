@@ -1,6 +1,7 @@
 //! Raw tables: what the sync apply binds to their statements, the
 //! statements inferred for raw tables that give only a `table_name`, and
-//! `powersync_create_raw_table_crud_trigger`.
+//! `powersync_create_raw_table_crud_trigger`; and where the last schema's
+//! raw tables are kept (`ps_oplite_raw_tables`).
 //!
 //! The reference core's (0.5.4) observable behaviour decides every detail
 //! here: how synced values are bound (booleans as 0/1, numbers that fit an
@@ -335,4 +336,37 @@ fn columns_object(prefix: &str, columns: &[&str]) -> Result<String> {
     }
     let parts: Vec<String> = columns.chunks(50).map(chunk).collect();
     Ok(format!("powersync_json_merge({})", parts.join(", ")))
+}
+
+/// SQL: the raw tables of the last schema, for the sync apply.
+const READ_RAW_TABLES: &str = "SELECT definition FROM ps_oplite_raw_tables ORDER BY name";
+
+/// Records the schema's raw tables (only if they changed).
+pub(super) fn store_raw_tables(db: &Connection, raw_tables: &[RawTable]) -> Result<()> {
+    let stored = load_raw_tables(db)?;
+    let mut sorted: Vec<&RawTable> = raw_tables.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    if stored.iter().collect::<Vec<_>>() == sorted {
+        return Ok(());
+    }
+    db.execute_batch("DELETE FROM ps_oplite_raw_tables").context("storing raw tables")?;
+    for raw in raw_tables {
+        let definition = serde_json::to_string(raw).map_err(|e| OpliteError::Internal(e.to_string()))?;
+        db.execute("INSERT INTO ps_oplite_raw_tables(name, definition) VALUES (?1, ?2)", [&raw.name, &definition])
+            .context("storing raw tables")?;
+    }
+    Ok(())
+}
+
+/// The raw tables recorded by the last `powersync_replace_schema`.
+pub fn load_raw_tables(db: &Connection) -> Result<Vec<RawTable>> {
+    let mut stmt = db.prepare_cached(READ_RAW_TABLES).context("reading raw tables")?;
+    let definitions: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .context("reading raw tables")?;
+    definitions
+        .iter()
+        .map(|json| serde_json::from_str(json).map_err(|e| OpliteError::Internal(format!("stored raw table: {e}"))))
+        .collect()
 }

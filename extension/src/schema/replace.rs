@@ -25,7 +25,7 @@ use super::data_column;
 use super::ddl::{self, Layout};
 use super::direct;
 use super::installed::{DataTable, Installed};
-use super::model::{RawTable, Schema, Table, UNDECLARED_COLUMN};
+use super::model::{Schema, Table, UNDECLARED_COLUMN};
 use super::quote::{identifier, json_path, string};
 use super::rows;
 use super::triggers::create_triggers;
@@ -225,7 +225,7 @@ fn apply(db: &Connection, schema: &Schema) -> Result<()> {
             }
         }
     }
-    store_raw_tables(db, &schema.raw_tables)?;
+    super::raw::store_raw_tables(db, &schema.raw_tables)?;
     if resync {
         // A column added to a direct table is filled from ps_oplog by
         // applying everything again, as in the reference core.
@@ -564,35 +564,3 @@ fn rebuild(db: &Connection, from: Layout, existing: &DataTable, d: &Desired<'_>)
     rename_table(db, &temporary, &d.data_table)
 }
 
-/// SQL: the raw tables of the last schema, for the sync apply.
-const READ_RAW_TABLES: &str = "SELECT definition FROM ps_oplite_raw_tables ORDER BY name";
-
-/// Records the schema's raw tables (only if they changed).
-fn store_raw_tables(db: &Connection, raw_tables: &[RawTable]) -> Result<()> {
-    let stored = load_raw_tables(db)?;
-    let mut sorted: Vec<&RawTable> = raw_tables.iter().collect();
-    sorted.sort_by(|a, b| a.name.cmp(&b.name));
-    if stored.iter().collect::<Vec<_>>() == sorted {
-        return Ok(());
-    }
-    run(db, "DELETE FROM ps_oplite_raw_tables")?;
-    for raw in raw_tables {
-        let definition = serde_json::to_string(raw).map_err(|e| OpliteError::Internal(e.to_string()))?;
-        db.execute("INSERT INTO ps_oplite_raw_tables(name, definition) VALUES (?1, ?2)", [&raw.name, &definition])
-            .context("storing raw tables")?;
-    }
-    Ok(())
-}
-
-/// The raw tables recorded by the last `powersync_replace_schema`.
-pub fn load_raw_tables(db: &Connection) -> Result<Vec<RawTable>> {
-    let mut stmt = db.prepare_cached(READ_RAW_TABLES).context("reading raw tables")?;
-    let definitions: Vec<String> = stmt
-        .query_map([], |r| r.get(0))
-        .and_then(|rows| rows.collect())
-        .context("reading raw tables")?;
-    definitions
-        .iter()
-        .map(|json| serde_json::from_str(json).map_err(|e| OpliteError::Internal(format!("stored raw table: {e}"))))
-        .collect()
-}
