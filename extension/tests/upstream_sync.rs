@@ -510,16 +510,77 @@ fn deletes_old_buckets(core: Core, bson: bool) {
 }
 
 /// BSON only in the Dart suite: a checksum sent as a double.
-fn checksums_from_js_numbers(core: Core, bson: bool) {
-    if !bson {
-        return;
-    }
+/// 3573495687 (above i32::MAX) and -721471609, the same 32 bits as an i32.
+const BIG_CHECKSUM: i64 = 3_573_495_687;
+const BIG_CHECKSUM_AS_I32: i64 = BIG_CHECKSUM - (1 << 32);
+
+/// What a checkpoint leaves behind: the `checkpoint_complete` answer, the
+/// bucket's stored checksums and the op's stored hash.
+struct StoredChecksums {
+    complete: Value,
+    bucket: Vec<Value>,
+    oplog: Vec<Value>,
+    items: Vec<Value>,
+}
+
+/// One op into bucket `a` with `op_checksum`, under a checkpoint whose
+/// bucket checksum is `bucket_checksum`, then `checkpoint_complete`.
+fn checkpoint_with_checksums(core: Core, bson: bool, bucket_checksum: Value, op_checksum: Value) -> StoredChecksums {
     let mut s = Session::new(core, bson);
     s.start();
-    s.push_checkpoint(1, vec![bucket("global[]", 3)]);
+    let mut a = bucket("a", 3);
+    a["checksum"] = bucket_checksum;
+    s.push_checkpoint(1, vec![a]);
     s.line(&json!({"data": {"bucket": "a", "has_more": false, "after": null, "next_after": null,
-        "data": [{"op_id": "1", "op": "PUT", "object_type": "items", "object_id": "id",
-                  "checksum": 3573495687.0_f64, "data": "{}"}]}}));
+        "data": [{"op_id": "1", "op": "PUT", "object_type": "items", "object_id": "row-0",
+                  "checksum": op_checksum, "data": json!({"col": "hi"}).to_string()}]}}));
+    let complete = s.push_checkpoint_complete(None);
+    StoredChecksums {
+        complete,
+        bucket: select(&s.db, "SELECT add_checksum, op_checksum, last_applied_op FROM ps_buckets WHERE name = 'a'", &[]),
+        oplog: select(&s.db, "SELECT op_id, hash FROM ps_oplog", &[]),
+        items: s.items(),
+    }
+}
+
+/// The Dart test "can parse checksums from JS numbers": JavaScript has
+/// only doubles, so a web client's BSON carries checksums as floats (and
+/// a JSON line may write them as `3573495687.0`). Each encoding sends the
+/// op's and the checkpoint's checksum as a whole float (above i32::MAX or
+/// as the negative i32 of the same bits) and completes the checkpoint:
+/// the checksums must match (no mismatch, the row applied) and the stored
+/// checksum is the op's u32 value. Oplite's stored rows must equal the
+/// reference core's for the same lines.
+fn checksums_from_js_numbers(core: Core, bson: bool) {
+    let cases = [
+        (json!(BIG_CHECKSUM), json!(BIG_CHECKSUM as f64)),
+        (json!(BIG_CHECKSUM), json!(BIG_CHECKSUM_AS_I32 as f64)),
+        (json!(BIG_CHECKSUM as f64), json!(BIG_CHECKSUM_AS_I32)),
+        (json!(BIG_CHECKSUM_AS_I32 as f64), json!(BIG_CHECKSUM as f64)),
+    ];
+    for (bucket_checksum, op_checksum) in cases {
+        let case = format!("bucket checksum {bucket_checksum}, op checksum {op_checksum}");
+        let got = checkpoint_with_checksums(core, bson, bucket_checksum.clone(), op_checksum.clone());
+        assert!(find(&got.complete, "CloseSyncStream").is_none(), "{case}: {}", got.complete);
+        assert!(
+            !got.complete.to_string().contains("Checksums didn't match"),
+            "{case}: {}",
+            got.complete
+        );
+        assert_eq!(got.items, vec![row("row-0", "hi")], "{case}: {}", got.complete);
+        assert_eq!(got.bucket.len(), 1, "{case}");
+        let stored = &got.bucket[0];
+        assert_eq!(stored["last_applied_op"], 1, "{case}: {stored}");
+        assert_eq!(stored["add_checksum"].as_i64().map(|c| c & 0xFFFF_FFFF), Some(0), "{case}: {stored}");
+        assert_eq!(stored["op_checksum"].as_i64().map(|c| c & 0xFFFF_FFFF), Some(BIG_CHECKSUM), "{case}: {stored}");
+        assert_eq!(got.oplog.len(), 1, "{case}");
+        assert_eq!(got.oplog[0]["hash"].as_i64().map(|c| c & 0xFFFF_FFFF), Some(BIG_CHECKSUM), "{case}: {:?}", got.oplog);
+        if core == Core::Oplite {
+            let reference = checkpoint_with_checksums(Core::Reference, bson, bucket_checksum, op_checksum);
+            assert_eq!(got.bucket, reference.bucket, "{case}: ps_buckets against the reference");
+            assert_eq!(got.oplog, reference.oplog, "{case}: ps_oplog against the reference");
+        }
+    }
 }
 
 per_core_and_encoding! {
