@@ -120,30 +120,71 @@ mod tests {
         assert_eq!(c, Checksum(0x10));
     }
 
-    /// docs/protocol.md: PUTs with checksums 1, 2 (same row as the
-    /// first) and 3 give add=1, op=5; a later REMOVE of the second row
-    /// (current op checksum 3) with checksum 0xFFFFFFFF gives add=3, op=2,
-    /// total 5.
-    #[test]
-    fn worked_example_from_the_spec() {
-        let (mut add, mut op) = (Checksum(0), Checksum(0));
-        // PUT row A, checksum 1.
-        op += Checksum(1);
-        // PUT row A again, checksum 2: the older op's checksum moves to add.
-        op = op - Checksum(1) + Checksum(2);
-        add += Checksum(1);
-        // PUT row B, checksum 3.
-        op += Checksum(3);
-        assert_eq!((add, op), (Checksum(1), Checksum(5)));
-        // REMOVE row B: its op's checksum moves to add, plus the REMOVE's own.
-        op = op - Checksum(3);
-        add = add + Checksum(3) + Checksum(0xFFFF_FFFF);
-        assert_eq!((add, op), (Checksum(3), Checksum(2)));
-        assert_eq!(add + op, Checksum(5));
-    }
-
     #[test]
     fn displays_as_hex() {
         assert_eq!(Checksum(7).to_string(), "0x00000007");
+    }
+
+    /// docs/protocol.md's worked example, stored by oplite's own
+    /// bookkeeping (`store_data_line`, as a sync iteration calls it): PUTs
+    /// with checksums 1, 2 (the same row as the first) and 3 leave add = 1,
+    /// op = 5; a REMOVE of the second row with checksum 0xFFFFFFFF then
+    /// leaves add = 3, op = 2 (total 5), and only the second PUT stored.
+    /// The ops go in as one line, one line per op, and split after the
+    /// PUTs, so a superseded op is found in the line's pending batch and in
+    /// ps_oplog, through the iteration's key set and without it.
+    #[cfg(feature = "bundled")]
+    #[test]
+    fn worked_example_from_the_spec() {
+        use crate::sync::data_line::{store_data_line, KnownKeys};
+        use crate::sync::line::DataLine;
+        use rusqlite::Connection;
+
+        const OPS: [&str; 4] = [
+            r#"{"op_id": "1", "op": "PUT", "object_type": "t", "object_id": "A", "checksum": 1, "data": "{}"}"#,
+            r#"{"op_id": "2", "op": "PUT", "object_type": "t", "object_id": "A", "checksum": 2, "data": "{}"}"#,
+            r#"{"op_id": "3", "op": "PUT", "object_type": "t", "object_id": "B", "checksum": 3, "data": "{}"}"#,
+            r#"{"op_id": "4", "op": "REMOVE", "object_type": "t", "object_id": "B", "checksum": 4294967295}"#,
+        ];
+        fn sums(db: &Connection) -> (Checksum, Checksum) {
+            db.query_row("SELECT add_checksum, op_checksum FROM ps_buckets WHERE name = 'b'", [], |r| {
+                Ok((Checksum::from_i64(r.get(0)?), Checksum::from_i64(r.get(1)?)))
+            })
+            .unwrap()
+        }
+        fn stored_ops(db: &Connection) -> Vec<(i64, Checksum)> {
+            let mut stmt = db.prepare("SELECT op_id, hash FROM ps_oplog ORDER BY op_id").unwrap();
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, Checksum::from_i64(r.get(1)?)))).unwrap();
+            rows.map(Result::unwrap).collect()
+        }
+
+        // Line boundaries (ops per line), and whether each line starts a
+        // new sync iteration (a fresh key set: every PUT looks up).
+        let splits: [(&[usize], bool); 5] =
+            [(&[4], false), (&[1, 1, 1, 1], false), (&[1, 1, 1, 1], true), (&[3, 1], false), (&[2, 2], true)];
+        for (lines, new_iteration) in splits {
+            let case = format!("ops per line {lines:?}, a new iteration per line: {new_iteration}");
+            let db = Connection::open_in_memory().unwrap();
+            crate::migrations::migrate_to(&db, crate::migrations::LATEST_VERSION).unwrap();
+            let mut known = KnownKeys::default();
+            let mut done = 0;
+            for &count in lines {
+                if new_iteration {
+                    known = KnownKeys::default();
+                }
+                let text = format!(r#"{{"bucket": "b", "data": [{}]}}"#, OPS[done..done + count].join(", "));
+                let line: DataLine<'_> = serde_json::from_str(&text).unwrap();
+                store_data_line(&db, &line, text.len(), &mut known).unwrap();
+                done += count;
+                if done == 3 {
+                    assert_eq!(sums(&db), (Checksum(1), Checksum(5)), "after the PUTs, {case}");
+                    assert_eq!(stored_ops(&db), vec![(2, Checksum(2)), (3, Checksum(3))], "{case}");
+                }
+            }
+            let (add, op) = sums(&db);
+            assert_eq!((add, op), (Checksum(3), Checksum(2)), "after the REMOVE, {case}");
+            assert_eq!(add + op, Checksum(5), "{case}");
+            assert_eq!(stored_ops(&db), vec![(2, Checksum(2))], "{case}");
+        }
     }
 }
