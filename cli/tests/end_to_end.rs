@@ -390,10 +390,9 @@ fn local_writes_through_the_schema_views_are_uploaded_and_confirmed() {
     let service = service(Dataset::Buckets(recorded::buckets_from_lines(&recorded::todo_list_lines())));
     let db = Database::open(&dir.join("todo.db")).unwrap();
     let schema = recorded::todo_list_schema().to_string();
-    if db.replace_schema(&schema).unwrap() == oplite_cli::engine::SchemaOutcome::Unsupported {
-        eprintln!("skipped: this build has no powersync_replace_schema");
-        return;
-    }
+    // The CLI links oplite, which has had powersync_replace_schema since
+    // the schema landed: `Unsupported` here is a broken build, not a skip.
+    assert_eq!(db.replace_schema(&schema).unwrap(), oplite_cli::engine::SchemaOutcome::Applied);
     oplite_cli::run(&db, &options(&service, dev())).unwrap();
     let conn = db.conn();
     assert_eq!(count(conn, "SELECT count(*) FROM todos"), 4);
@@ -577,13 +576,13 @@ fn the_binary_syncs_with_a_token_command_and_reports_a_summary() {
     assert!(stdout.contains("synced into"), "{stdout}");
     assert!(stdout.contains("11 downloaded into 3 buckets"), "{stdout}");
     let conn = Connection::open(&db).unwrap();
+    // --schema must give typed rows: the linked oplite has
+    // powersync_replace_schema, so the untyped fallback is a failure here.
+    assert!(!stderr.contains("no powersync_replace_schema"), "{stderr}");
     let typed = conn.query_row("SELECT count(*) FROM sqlite_master WHERE name = 'todos'", [], |r| r.get::<_, i64>(0)).unwrap() > 0;
-    if typed {
-        assert_eq!(count(&conn, "SELECT count(*) FROM todos"), 4);
-    } else {
-        assert!(stderr.contains("no powersync_replace_schema"), "{stderr}");
-        assert_eq!(untyped(&conn)["todos"].len(), 4);
-    }
+    assert!(typed, "--schema created no todos view\nstdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(count(&conn, "SELECT count(*) FROM todos"), 4);
+    assert!(!untyped(&conn).contains_key("todos"), "todos left untyped: {:?}", untyped(&conn));
 
     let refused = oplite()
         .args(["sync", "--once", "--no-progress", "--endpoint", &service.url(), "--token", "wrong"])
