@@ -1,23 +1,13 @@
 //! What the two benchmark binaries (`oplite-bench`, `oplite-steady`) share:
-//! finding the reference core and removing a run's database. Included by
-//! each with `#[path]`, so it is not part of the host's library.
+//! the reference cores (the extension's benches' module, so every benchmark
+//! finds them alike) and removing a run's database. Included by each with
+//! `#[path]`, so it is not part of the host's library.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-/// The reference core: `$REFERENCE_CORE`, or what scripts/reference-core.sh
-/// fetches and prints.
-pub fn reference_core() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os("REFERENCE_CORE") {
-        return Ok(PathBuf::from(path));
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/reference-core.sh");
-    let output = Command::new("bash").arg(&script).output().map_err(|e| format!("{}: {e}", script.display()))?;
-    if !output.status.success() {
-        return Err(format!("{} failed: {}", script.display(), String::from_utf8_lossy(&output.stderr)));
-    }
-    Ok(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
-}
+#[path = "../../extension/benches/common/mod.rs"]
+mod reference_cores;
+pub use reference_cores::{with_direct_tables, Reference};
 
 /// Removes a run's database with its journal files.
 pub fn remove_db(path: &Path) {

@@ -6,8 +6,19 @@
 //!
 //! - **oplite**: `powersync_control` of this build, registered on a bundled
 //!   SQLite connection;
-//! - **reference**: the PowerSync core (`scripts/reference-core.sh`),
-//!   loaded into the same bundled SQLite with `load_extension`;
+//! - **reference** (`reference`, also `reference-054`) and **reference
+//!   0.5.3** (`reference-053`): the PowerSync cores 0.5.4 (the
+//!   specification) and 0.5.3 (what the JS SDKs bundle), found through
+//!   `$REFERENCE_CORE` / `$REFERENCE_CORE_053` or
+//!   `scripts/reference-core.sh`, loaded into the same bundled SQLite with
+//!   `load_extension`;
+//! - **direct tables** (`oplite-direct`, `reference-direct`): oplite and
+//!   core 0.5.4 with the shape's table declared `"direct": true`, so the
+//!   rows land in a plain STRICT table named as the type instead of behind
+//!   a view (core 0.5.3 has no direct tables). Their "vs 0.5.4" ratio is
+//!   against `reference-direct`; run them beside `oplite` and `reference`
+//!   to see the typed table, the direct table on both cores and 0.5.4's
+//!   view in one table;
 //! - **oplite host over HTTP**: the whole `oplite` sync loop, with the
 //!   loopback test service streaming the lines over HTTP in the same
 //!   process (time from the first line received to the applied checkpoint;
@@ -26,8 +37,9 @@
 //!   sort, `(row_type, row_id, op_id)`, maintained as the ops arrive.
 //!
 //! and times from the first line to the rows being visible in the app's
-//! table (the shape's schema is installed in both cores; `--no-schema`
-//! leaves rows in `ps_untyped`): storing the
+//! table (the shape's schema is installed in every core and sent with
+//! `start`, as SDKs send it; `--no-schema` leaves rows in `ps_untyped`):
+//! storing the
 //! lines (every call but the last) and applying (the `checkpoint_complete`
 //! call). Each call runs in its own transaction on a WAL file database, as
 //! the `oplite` host does. Generating the lines is not timed. Every run is a
@@ -37,8 +49,13 @@
 //! ```text
 //! cargo build --release -p oplite-cli --bin oplite-bench
 //! target/release/oplite-bench [--runs 5] [--sizes 100000,1000000]
-//!     [--encodings json,bson] [--engines oplite,oplite-json,oplite-http,reference,plain,plain-oplog,plain-oplog-indexed] [--shape benchmark]
+//!     [--encodings json,bson] [--engines oplite,oplite-http,reference,reference-053,plain] [--shape benchmark]
 //! ```
+//!
+//! The engines named above are the default; the others are `oplite-json`,
+//! `oplite-direct`, `reference-direct`, `plain-oplog` and
+//! `plain-oplog-indexed`. Every run checks at the end that the app's table
+//! (the direct table itself for the direct engines) holds every row.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -53,29 +70,53 @@ use serde_json::{json, Value};
 
 #[path = "../bench_shared.rs"]
 mod bench_shared;
-use bench_shared::{reference_core, remove_db};
+use bench_shared::{remove_db, with_direct_tables, Reference};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Engine {
     Oplite,
+    /// oplite with the shape's table a direct table.
+    OpliteDirect,
     /// oplite with every table of the schema in the JSON layout
     /// (`"oplite_json_storage": true`): what typed storage costs at apply.
     OpliteJson,
     /// oplite through the `oplite` host over HTTP from the loopback service.
     OpliteHttp,
+    /// Core 0.5.4.
     Reference,
+    /// Core 0.5.3.
+    Reference053,
+    /// Core 0.5.4 with the shape's table a direct table.
+    ReferenceDirect,
     Plain,
     PlainOplog,
     PlainOplogIndexed,
 }
 
+/// Every engine, in the order `--help` lists them.
+const ENGINES: [Engine; 10] = [
+    Engine::Oplite,
+    Engine::OpliteDirect,
+    Engine::OpliteJson,
+    Engine::OpliteHttp,
+    Engine::Reference,
+    Engine::Reference053,
+    Engine::ReferenceDirect,
+    Engine::Plain,
+    Engine::PlainOplog,
+    Engine::PlainOplogIndexed,
+];
+
 impl Engine {
     fn name(self) -> &'static str {
         match self {
             Engine::Oplite => "oplite",
+            Engine::OpliteDirect => "oplite-direct",
             Engine::OpliteJson => "oplite-json",
             Engine::OpliteHttp => "oplite-http",
             Engine::Reference => "reference",
+            Engine::Reference053 => "reference-053",
+            Engine::ReferenceDirect => "reference-direct",
             Engine::Plain => "plain",
             Engine::PlainOplog => "plain-oplog",
             Engine::PlainOplogIndexed => "plain-oplog-indexed",
@@ -83,16 +124,51 @@ impl Engine {
     }
 
     fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "oplite" => Engine::Oplite,
-            "oplite-json" => Engine::OpliteJson,
-            "oplite-http" => Engine::OpliteHttp,
-            "reference" => Engine::Reference,
-            "plain" => Engine::Plain,
-            "plain-oplog" => Engine::PlainOplog,
-            "plain-oplog-indexed" => Engine::PlainOplogIndexed,
-            _ => return None,
-        })
+        if s == "reference-054" {
+            return Some(Engine::Reference);
+        }
+        ENGINES.into_iter().find(|e| e.name() == s)
+    }
+
+    /// The table's name for it.
+    fn label(self) -> &'static str {
+        match self {
+            Engine::Oplite => "oplite",
+            Engine::OpliteDirect => "oplite, direct table",
+            Engine::OpliteJson => "oplite, JSON layout",
+            Engine::OpliteHttp => "oplite host over HTTP",
+            Engine::Reference => "reference core 0.5.4",
+            Engine::Reference053 => "reference core 0.5.3",
+            Engine::ReferenceDirect => "reference core 0.5.4, direct table",
+            Engine::Plain => "plain SQLite (floor)",
+            Engine::PlainOplog => "plain SQLite, ops then rows",
+            Engine::PlainOplogIndexed => "plain SQLite, ops with a row index, then rows",
+        }
+    }
+
+    /// The reference core it loads, if any.
+    fn reference(self) -> Option<Reference> {
+        match self {
+            Engine::Reference | Engine::ReferenceDirect => Some(Reference::V054),
+            Engine::Reference053 => Some(Reference::V053),
+            _ => None,
+        }
+    }
+
+    /// Whether the shape's table is a direct table.
+    fn direct(self) -> bool {
+        matches!(self, Engine::OpliteDirect | Engine::ReferenceDirect)
+    }
+
+    /// The run of `core` its ratio compares with: the same kind of table
+    /// (direct or not) on that core; none where that core has no such table.
+    fn baseline(self, core: Reference) -> Option<Engine> {
+        match (self.direct(), core) {
+            (false, Reference::V054) => Some(Engine::Reference),
+            (false, Reference::V053) => Some(Engine::Reference053),
+            (true, Reference::V054) => Some(Engine::ReferenceDirect),
+            (true, Reference::V053) => None,
+        }
     }
 }
 
@@ -132,7 +208,7 @@ fn parent(args: &[String]) -> Result<(), String> {
     let mut runs = 5usize;
     let mut sizes = vec![100_000u64, 1_000_000];
     let mut encodings = vec![Encoding::Json, Encoding::Bson];
-    let mut engines = vec![Engine::Oplite, Engine::OpliteHttp, Engine::Reference, Engine::Plain];
+    let mut engines = vec![Engine::Oplite, Engine::OpliteHttp, Engine::Reference, Engine::Reference053, Engine::Plain];
     let mut shape = "benchmark".to_owned();
     let mut schema = true;
     let mut dir = std::env::temp_dir().join(format!("oplite-bench-{}", std::process::id()));
@@ -148,7 +224,9 @@ fn parent(args: &[String]) -> Result<(), String> {
             "--no-schema" => schema = false,
             "--dir" => dir = PathBuf::from(value()?),
             "-h" | "--help" => {
-                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-json,oplite-http,reference,plain,plain-oplog,plain-oplog-indexed] [--shape benchmark] [--no-schema] [--dir DIR]");
+                let all: Vec<&str> = ENGINES.iter().map(|e| e.name()).collect();
+                println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-http,reference,reference-053,plain] [--shape benchmark] [--no-schema] [--dir DIR]");
+                println!("engines: {} (reference is core 0.5.4, also reference-054; the -direct ones declare the table \"direct\": true)", all.join(", "));
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other:?}")),
@@ -157,7 +235,12 @@ fn parent(args: &[String]) -> Result<(), String> {
     if StreamSpec::by_name(&shape, 1).is_none() {
         return Err(format!("unknown shape {shape:?}"));
     }
-    let reference = if engines.contains(&Engine::Reference) { Some(reference_core()?) } else { None };
+    if let Some(direct) = engines.iter().find(|e| e.direct() && !schema) {
+        return Err(format!("--no-schema: {} needs the schema (its table is a direct table)", direct.name()));
+    }
+    let mut references: Vec<Reference> = engines.iter().filter_map(|e| e.reference()).collect();
+    references.sort();
+    references.dedup();
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
 
@@ -173,8 +256,8 @@ fn parent(args: &[String]) -> Result<(), String> {
                         .args(["--child", engine.name(), encoding_name(enc), &size.to_string(), &shape])
                         .arg(&db)
                         .arg(if schema { "schema" } else { "untyped" });
-                    if let Some(reference) = &reference {
-                        command.env("REFERENCE_CORE", reference);
+                    for reference in &references {
+                        reference.pass_to(&mut command)?;
                     }
                     let output = command.output().map_err(|e| e.to_string())?;
                     if !output.status.success() {
@@ -193,7 +276,7 @@ fn parent(args: &[String]) -> Result<(), String> {
                         db_bytes: v["db_bytes"].as_u64().unwrap_or(0),
                     };
                     eprintln!(
-                        "{:>9} {:<4} {:<9} run {}: store {:.3} s, apply {:.3} s, RSS {} MiB",
+                        "{:>9} {:<4} {:<16} run {}: store {:.3} s, apply {:.3} s, RSS {} MiB",
                         size,
                         encoding_name(enc),
                         engine.name(),
@@ -240,13 +323,15 @@ fn print_table(results: &[(u64, Encoding, Engine, Run)], runs: usize, shape: &st
     println!("End to end, {shape} shape (10 buckets, lines of 1000 ops), file database in WAL mode, medians of {runs} runs.");
     println!(
         "Time is from the first line to the rows being visible {}; generating the lines is not included.\n",
-        if schema { "in the app's table (the shape's schema installed in both cores)" } else { "(no schema: ps_untyped)" }
+        if schema { "in the app's table (the shape's schema installed in every core and sent with start)" } else { "(no schema: ps_untyped)" }
     );
-    println!("| ops | lines | engine | store lines (s) | apply (s) | total (s) | vs reference | vs plain SQLite | peak RSS | database |");
-    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| ops | lines | engine | store lines (s) | apply (s) | total (s) | vs 0.5.4 | vs 0.5.3 | vs plain SQLite | peak RSS | database |");
+    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let total = |r: &Run| r.store + r.apply;
     for (size, enc, engine, run) in results {
-        let find = |e: Engine| results.iter().find(|(s, x, en, _)| s == size && x == enc && *en == e).map(|(.., r)| total(r));
+        let find = |e: Option<Engine>| {
+            results.iter().find(|(s, x, en, _)| s == size && x == enc && Some(*en) == e).map(|(.., r)| total(r))
+        };
         let ratio = |base: Option<f64>| match base {
             Some(b) if b > 0.0 => format!("{:.2}x", total(run) / b),
             _ => "-".into(),
@@ -257,26 +342,22 @@ fn print_table(results: &[(u64, Encoding, Engine, Run)], runs: usize, shape: &st
             (format!("{:.2}", run.store), format!("{:.2}", run.apply))
         };
         println!(
-            "| {} | {} | {} | {store} | {apply} | {:.2} | {} | {} | {} MiB | {} MiB |",
+            "| {} | {} | {} | {store} | {apply} | {:.2} | {} | {} | {} | {} MiB | {} MiB |",
             oplite_cli::progress::format_count(*size),
             encoding_name(*enc).to_uppercase(),
-            match engine {
-                Engine::Oplite => "oplite",
-                Engine::OpliteJson => "oplite, JSON layout",
-                Engine::OpliteHttp => "oplite host over HTTP",
-                Engine::Reference => "reference core",
-                Engine::Plain => "plain SQLite (floor)",
-                Engine::PlainOplog => "plain SQLite, ops then rows",
-                Engine::PlainOplogIndexed => "plain SQLite, ops with a row index, then rows",
-            },
+            engine.label(),
             total(run),
-            if *engine == Engine::Reference { "1.00x".into() } else { ratio(find(Engine::Reference)) },
-            if *engine == Engine::Plain { "1.00x".into() } else { ratio(find(Engine::Plain)) },
+            ratio(find(engine.baseline(Reference::V054))),
+            ratio(find(engine.baseline(Reference::V053))),
+            ratio(find(Some(Engine::Plain))),
             run.rss >> 20,
             run.db_bytes >> 20,
         );
     }
-    println!("\nratios: total time of the row's engine divided by the reference's / the floor's (lower is better).");
+    println!(
+        "\nratios: total time of the row's engine divided by that of the reference core 0.5.4 / 0.5.3 / the floor (lower is better); \
+         a direct table's rows compare with 0.5.4's direct table (0.5.3 has none)."
+    );
 }
 
 
@@ -305,17 +386,20 @@ fn child(args: &[String]) -> Result<(), String> {
         Engine::PlainOplog => plain_oplog(&conn, enc, lines, false)?,
         Engine::PlainOplogIndexed => plain_oplog(&conn, enc, lines, true)?,
         Engine::OpliteHttp => http(&db_path, enc, &spec, schema)?,
-        Engine::Oplite | Engine::OpliteJson | Engine::Reference => {
-            if engine != Engine::Reference {
-                oplite::register(&conn).map_err(|e| e.to_string())?;
-            } else {
-                let path = std::env::var_os("REFERENCE_CORE").ok_or("REFERENCE_CORE is not set")?;
-                unsafe {
-                    let _guard = rusqlite::LoadExtensionGuard::new(&conn).map_err(|e| e.to_string())?;
-                    conn.load_extension(PathBuf::from(path), Some("sqlite3_powersync_init")).map_err(|e| e.to_string())?;
-                }
+        Engine::Oplite
+        | Engine::OpliteDirect
+        | Engine::OpliteJson
+        | Engine::Reference
+        | Engine::Reference053
+        | Engine::ReferenceDirect => {
+            match engine.reference() {
+                Some(reference) => reference.load(&conn)?,
+                None => oplite::register(&conn).map_err(|e| e.to_string())?,
             }
             let mut app_schema = spec.schema();
+            if engine.direct() {
+                app_schema = with_direct_tables(app_schema);
+            }
             if engine == Engine::OpliteJson {
                 for table in app_schema["tables"].as_array_mut().into_iter().flatten() {
                     table["oplite_json_storage"] = json!(true);
@@ -326,6 +410,14 @@ fn child(args: &[String]) -> Result<(), String> {
     };
     if rows != spec.row_count() {
         return Err(format!("{} rows visible, expected {}", rows, spec.row_count()));
+    }
+    if engine.direct() {
+        let kind: String = conn
+            .query_row("SELECT type FROM sqlite_master WHERE name = ?1", [oplite_test_data::stream::ROW_TYPE], |r| r.get(0))
+            .map_err(|e| e.to_string())?;
+        if kind != "table" {
+            return Err(format!("the direct table is a {kind}"));
+        }
     }
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(|e| e.to_string())?;
     let mut wal = db_path.as_os_str().to_owned();
@@ -364,7 +456,13 @@ fn core(
             .map_err(|e| format!("powersync_replace_schema: {e}"))?;
         conn.execute_batch("COMMIT").map_err(|e| e.to_string())?;
     }
-    call("start", rusqlite::types::Value::Null)?;
+    // The schema goes with `start` too, as SDKs send it: core 0.5.4 applies
+    // into a direct table only when `start`'s schema lists it.
+    let start = match &schema {
+        Some(schema) => rusqlite::types::Value::Text(format!("{{\"schema\":{schema}}}")),
+        None => rusqlite::types::Value::Null,
+    };
+    call("start", start)?;
     let mut lines = lines.peekable();
     let (mut store, mut apply) = (Duration::ZERO, Duration::ZERO);
     while let Some(line) = lines.next() {

@@ -19,9 +19,17 @@
 //! stream left (so a checkpoint that failed its checksums, or applied
 //! nothing, fails the run).
 //!
+//! The engines: `oplite`; `reference` (core 0.5.4, the specification) and
+//! `reference-053` (core 0.5.3, what the JS SDKs bundle), found through
+//! `$REFERENCE_CORE` / `$REFERENCE_CORE_053` or `scripts/reference-core.sh`;
+//! and, on request, `oplite-direct` and `reference-direct`, the same with
+//! the table declared `"direct": true` (core 0.5.3 has no direct tables).
+//! Ratios compare with 0.5.4 and 0.5.3 on the same kind of table.
+//!
 //! ```text
 //! cargo build --release -p oplite-cli --bin oplite-steady
-//! target/release/oplite-steady [--rows 1000000] [--checkpoints 1000] [--max-ops 100] [--runs 3] [--engines oplite,reference]
+//! target/release/oplite-steady [--rows 1000000] [--checkpoints 1000] [--max-ops 100] [--runs 3]
+//!     [--engines oplite,reference,reference-053] (also oplite-direct,reference-direct)
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -39,9 +47,41 @@ use serde_json::{json, Value};
 
 #[path = "../bench_shared.rs"]
 mod bench_shared;
-use bench_shared::{reference_core, remove_db};
+use bench_shared::{remove_db, with_direct_tables, Reference};
 
-const ENGINES: [&str; 2] = ["oplite", "reference"];
+/// Every engine, in table order.
+const ENGINES: [&str; 5] = ["oplite", "oplite-direct", "reference", "reference-053", "reference-direct"];
+/// The engines run unless `--engines` names others.
+const DEFAULT_ENGINES: [&str; 3] = ["oplite", "reference", "reference-053"];
+
+/// The reference core `engine` loads, if any.
+fn reference_of(engine: &str) -> Option<Reference> {
+    match engine {
+        "reference" | "reference-direct" => Some(Reference::V054),
+        "reference-053" => Some(Reference::V053),
+        _ => None,
+    }
+}
+
+/// The engine whose figures `engine`'s ratio against `core` divides by: the
+/// same kind of table on that core (none: 0.5.3 has no direct tables).
+fn baseline(engine: &str, core: Reference) -> Option<&'static str> {
+    match (engine.ends_with("-direct"), core) {
+        (false, Reference::V054) => Some("reference"),
+        (false, Reference::V053) => Some("reference-053"),
+        (true, Reference::V054) => Some("reference-direct"),
+        (true, Reference::V053) => None,
+    }
+}
+
+/// The table's name for an engine.
+fn label(engine: &str) -> String {
+    match engine {
+        "oplite-direct" => "oplite, direct table".into(),
+        "reference-direct" => format!("{}, direct table", Reference::V054.label()),
+        other => reference_of(other).map_or_else(|| other.to_owned(), Reference::label),
+    }
+}
 
 fn main() -> ExitCode {
     bench_shared::main("oplite-steady", parent, child)
@@ -64,7 +104,7 @@ impl Run {
 
 fn parent(args: &[String]) -> Result<(), String> {
     let (mut rows, mut checkpoints, mut max_ops, mut runs) = (1_000_000u64, 1_000u64, 100u64, 3usize);
-    let mut engines: Vec<String> = ENGINES.iter().map(|e| e.to_string()).collect();
+    let mut engines: Vec<String> = DEFAULT_ENGINES.iter().map(|e| e.to_string()).collect();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| format!("{arg} needs a value"));
@@ -76,7 +116,8 @@ fn parent(args: &[String]) -> Result<(), String> {
             "--runs" => runs = number(value()?)?.max(1) as usize,
             "--engines" => engines = value()?.split(',').map(|e| e.trim().to_owned()).collect(),
             "-h" | "--help" => {
-                println!("usage: oplite-steady [--rows 1000000] [--checkpoints 1000] [--max-ops 100] [--runs 3] [--engines oplite,reference]");
+                println!("usage: oplite-steady [--rows 1000000] [--checkpoints 1000] [--max-ops 100] [--runs 3] [--engines {}]", DEFAULT_ENGINES.join(","));
+                println!("engines: {} (reference is core 0.5.4; the -direct ones declare the table \"direct\": true)", ENGINES.join(", "));
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other:?}")),
@@ -85,7 +126,9 @@ fn parent(args: &[String]) -> Result<(), String> {
     if let Some(unknown) = engines.iter().find(|e| !ENGINES.contains(&e.as_str())) {
         return Err(format!("--engines: unknown engine {unknown:?} (known: {})", ENGINES.join(", ")));
     }
-    let reference = if engines.iter().any(|e| e == "reference") { Some(reference_core()?) } else { None };
+    let mut references: Vec<Reference> = engines.iter().filter_map(|e| reference_of(e)).collect();
+    references.sort();
+    references.dedup();
     let dir = std::env::temp_dir().join(format!("oplite-steady-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -95,8 +138,8 @@ fn parent(args: &[String]) -> Result<(), String> {
             let db = dir.join(format!("{engine}-{i}.db"));
             let mut command = Command::new(&exe);
             command.args(["--child", engine]).arg(&db).args([rows, checkpoints, max_ops].map(|n| n.to_string()));
-            if let Some(reference) = &reference {
-                command.env("REFERENCE_CORE", reference);
+            for reference in &references {
+                reference.pass_to(&mut command)?;
             }
             let output = command.output().map_err(|e| e.to_string())?;
             remove_db(&db);
@@ -109,7 +152,7 @@ fn parent(args: &[String]) -> Result<(), String> {
                 latencies_ms: v["latencies_ms"].as_array().into_iter().flatten().filter_map(Value::as_f64).collect(),
             };
             eprintln!(
-                "{engine:<9} run {}: initial sync {:.2} s, p50 {:.2} ms, p99 {:.2} ms",
+                "{engine:<16} run {}: initial sync {:.2} s, p50 {:.2} ms, p99 {:.2} ms",
                 i + 1,
                 run.initial_seconds,
                 run.percentile(50.0),
@@ -141,26 +184,35 @@ fn print_table(results: &BTreeMap<&str, Vec<Run>>, rows: u64, checkpoints: u64, 
          WAL file database. Latency from the checkpoint_diff call to the applied checkpoint; medians of {runs} runs.\n",
         oplite_cli::progress::format_count(rows)
     );
-    println!("| engine | p50 (ms) | p99 (ms) | max (ms) | mean (ms) | p50 vs reference | p99 vs reference | initial sync (s) |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| engine | p50 (ms) | p99 (ms) | max (ms) | mean (ms) | p50 vs 0.5.4 | p99 vs 0.5.4 | p50 vs 0.5.3 | p99 vs 0.5.3 | initial sync (s) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let stat = |runs: &[Run], f: &dyn Fn(&Run) -> f64| median(runs.iter().map(f).collect());
     let mean = |r: &Run| r.latencies_ms.iter().sum::<f64>() / r.latencies_ms.len().max(1) as f64;
-    let reference = results.get("reference");
-    for (engine, runs) in results {
-        let (p50, p99) = (stat(runs, &|r| r.percentile(50.0)), stat(runs, &|r| r.percentile(99.0)));
-        let ratio = |value: f64, f: &dyn Fn(&Run) -> f64| match reference {
-            Some(base) => format!("{:.2}x", value / stat(base, f)),
+    let p50 = |r: &Run| r.percentile(50.0);
+    let p99 = |r: &Run| r.percentile(99.0);
+    for engine in ENGINES {
+        let Some(runs) = results.get(engine) else { continue };
+        let ratio = |core: Reference, f: &dyn Fn(&Run) -> f64| match baseline(engine, core).and_then(|b| results.get(b)) {
+            Some(base) => format!("{:.2}x", stat(runs, f) / stat(base, f)),
             None => "-".into(),
         };
         println!(
-            "| {engine} | {p50:.2} | {p99:.2} | {:.2} | {:.2} | {} | {} | {:.2} |",
+            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {:.2} |",
+            label(engine),
+            stat(runs, &p50),
+            stat(runs, &p99),
             stat(runs, &|r| r.percentile(100.0)),
             stat(runs, &mean),
-            ratio(p50, &|r| r.percentile(50.0)),
-            ratio(p99, &|r| r.percentile(99.0)),
+            ratio(Reference::V054, &p50),
+            ratio(Reference::V054, &p99),
+            ratio(Reference::V053, &p50),
+            ratio(Reference::V053, &p99),
             stat(runs, &|r| r.initial_seconds),
         );
     }
+    println!("\nratios: the row's figure divided by the reference core's on the same kind of table (a direct table's by 0.5.4's direct table; 0.5.3 has none).");
 }
 
 /// The server side of the steady phase: each bucket's checksum, count and
@@ -250,21 +302,20 @@ fn child(args: &[String]) -> Result<(), String> {
     let conn = Connection::open(&db_path).map_err(err)?;
     conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).map_err(err)?;
     conn.execute_batch("PRAGMA synchronous = NORMAL").map_err(err)?;
-    if engine == "reference" {
-        let path = std::env::var_os("REFERENCE_CORE").ok_or("REFERENCE_CORE is not set")?;
-        unsafe {
-            let _guard = rusqlite::LoadExtensionGuard::new(&conn).map_err(err)?;
-            conn.load_extension(PathBuf::from(path), Some("sqlite3_powersync_init")).map_err(err)?;
-        }
-    } else {
-        oplite::register(&conn).map_err(|e| e.to_string())?;
+    match reference_of(engine) {
+        Some(reference) => reference.load(&conn)?,
+        None => oplite::register(&conn).map_err(|e| e.to_string())?,
     }
+    let direct = engine.ends_with("-direct");
     let spec = StreamSpec::benchmark(rows);
+    let schema = if direct { with_direct_tables(spec.schema()) } else { spec.schema() };
     conn.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").map_err(err)?;
     conn.execute_batch("BEGIN").map_err(err)?;
-    conn.query_row("SELECT powersync_replace_schema(?1)", [spec.schema().to_string()], |_| Ok(())).map_err(err)?;
+    conn.query_row("SELECT powersync_replace_schema(?1)", [schema.to_string()], |_| Ok(())).map_err(err)?;
     conn.execute_batch("COMMIT").map_err(err)?;
-    control(&conn, "start", SqlValue::Null)?;
+    // The schema goes with `start` too, as SDKs send it: core 0.5.4 applies
+    // into a direct table only when `start`'s schema lists it.
+    control(&conn, "start", SqlValue::Text(json!({ "schema": schema }).to_string()))?;
 
     let started = Instant::now();
     for line in spec.lines(Encoding::Json, &HashMap::new()) {
@@ -286,6 +337,11 @@ fn child(args: &[String]) -> Result<(), String> {
         if last.to_string().contains("CloseSyncStream") {
             return Err(format!("checkpoint {} was not applied: {last}", i + 1));
         }
+    }
+    let kind: String =
+        conn.query_row("SELECT type FROM sqlite_master WHERE name = ?1", [ROW_TYPE], |r| r.get(0)).map_err(err)?;
+    if kind != if direct { "table" } else { "view" } {
+        return Err(format!("{ROW_TYPE} is a {kind}"));
     }
     let visible: i64 = conn.query_row(&format!("SELECT count(*) FROM {ROW_TYPE}"), [], |r| r.get(0)).map_err(err)?;
     if visible as u64 != stream.live_rows() {
