@@ -26,7 +26,7 @@ export function sameValue(x, y) {
  * lines reach the core depends on how fast it took the earlier ones. Its
  * parameters are compared, and on every run (in Node too) its positions
  * must be ones the core stored (resumeProblems: each named bucket above 0
- * and not past the last stream's position, at least one bucket). For the
+ * and not past the last stream's position; at least one bucket in Node). For the
  * same reason, whether the status shows the drop as a disconnect and a new
  * download before the first sync completes: the states between the first
  * download and the first complete sync are left out (the dropped and
@@ -137,7 +137,7 @@ export function compareRuns({ bundled, oplite, rows, mode, raw, browserTiming = 
   expect(`${lists + 1} lists and ${rows - lists + 2} todos`, a.tables.lists === lists + 1 && a.tables.todos === rows - lists + 2);
   expect('4 upload batches of 14 entries', bundled.serviceStats.upload_batches === 4 && bundled.serviceStats.uploaded_ops === 14);
   for (const r of ran) {
-    const problems = resumeProblems(r.serviceStreams);
+    const problems = resumeProblems(r.serviceStreams, { mayBeEmpty: browserTiming });
     expect(`${r.core}: one dropped stream, resumed from where it broke off (${r.serviceStats.dropped_streams} dropped; ${problems.join('; ') || 'positions fine'}; stream requests ${JSON.stringify(r.serviceStreams)})`,
       r.serviceStats.dropped_streams === 1 && r.serviceStreams.length === 3 && problems.length === 0);
   }
@@ -199,12 +199,14 @@ export function compareRuns({ bundled, oplite, rows, mode, raw, browserTiming = 
  * (after the bad line, when everything was synced). At least one bucket
  * must be named: a stream that names none starts from 0.
  */
-export function resumeProblems(streams) {
+export function resumeProblems(streams, { mayBeEmpty = false } = {}) {
   if (!Array.isArray(streams) || streams.length < 3) return [`${streams?.length ?? 0} stream requests, not 3`];
   const resumed = streams[1].buckets ?? [];
   const last = new Map((streams.at(-1).buckets ?? []).map((b) => [b.name, b.after]));
   const problems = [];
-  if (resumed.length === 0) problems.push('the stream after the drop names no bucket: it starts from 0');
+  // In a browser the cut stream may error before the core stored a line
+  // (fetch drops the chunks not yet read), so it may resume from nothing.
+  if (resumed.length === 0 && !mayBeEmpty) problems.push('the stream after the drop names no bucket: it starts from 0');
   const seen = new Set();
   for (const { name, after } of resumed) {
     if (seen.has(name)) problems.push(`${name} named twice`);
