@@ -1,9 +1,15 @@
 //! Storing sync lines: how many data lines of 1000 ops per second oplite
 //! stores through `powersync_control`, JSON and BSON, next to the reference
-//! core, on a file database in WAL mode. Lines are generated before timing.
+//! cores 0.5.4 and 0.5.3, on a file database in WAL mode. Lines are
+//! generated before timing.
 //!
 //!     cargo bench -p oplite --no-default-features --features bundled --bench store
-//!         [-- --lines 200] [--runs 5] [--only-oplite | --only-reference] [--again]
+//!         [-- --lines 200] [--runs 5] [--cores oplite,0.5.4,0.5.3] [--again]
+//!
+//! `--cores` picks the engines (all three by default; `--only-oplite` and
+//! `--only-reference` are `--cores oplite` and `--cores 0.5.4,0.5.3`). The
+//! reference cores are `$REFERENCE_CORE` / `$REFERENCE_CORE_053`, or what
+//! `scripts/reference-core.sh` prints.
 //!
 //! `--again` times a second pass over the same lines in a new iteration:
 //! every op then supersedes one in a bucket that held ops before, so each
@@ -25,7 +31,7 @@ mod common;
 use std::path::Path;
 use std::time::Instant;
 
-use common::reference_core;
+use common::Core;
 
 use rusqlite::Connection;
 use serde_json::{json, Value};
@@ -59,19 +65,12 @@ fn lines(count: usize) -> (Value, Vec<Value>) {
     (checkpoint, out)
 }
 
-fn open(reference: bool, path: &Path) -> Connection {
+fn open(core: Core, path: &Path) -> Connection {
     let _ = std::fs::remove_file(path);
     let _ = std::fs::remove_file(path.with_extension("db-wal"));
     let db = Connection::open(path).unwrap();
     db.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;").unwrap();
-    if reference {
-        unsafe {
-            let _guard = rusqlite::LoadExtensionGuard::new(&db).unwrap();
-            db.load_extension(reference_core(), Some("sqlite3_powersync_init")).unwrap();
-        }
-    } else {
-        oplite::register(&db).unwrap();
-    }
+    core.install(&db).unwrap();
     db.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").unwrap();
     db
 }
@@ -171,18 +170,59 @@ fn full_sync(db: &Connection, checkpoint: &str, data: &[String], complete: &str)
     started.elapsed().as_secs_f64()
 }
 
+/// The engines `--cores` (or `--only-oplite`, `--only-reference`) names;
+/// every one by default.
+fn cores(args: &[String]) -> Vec<Core> {
+    if args.iter().any(|a| a == "--only-oplite") {
+        return vec![Core::Oplite];
+    }
+    if args.iter().any(|a| a == "--only-reference") {
+        return Core::ALL.into_iter().filter(|c| *c != Core::Oplite).collect();
+    }
+    match args.iter().position(|a| a == "--cores").and_then(|i| args.get(i + 1)) {
+        Some(list) => list
+            .split(',')
+            .map(|name| Core::parse(name.trim()).unwrap_or_else(|| panic!("--cores: unknown {name:?} (oplite, 0.5.4, 0.5.3)")))
+            .collect(),
+        None => Core::ALL.to_vec(),
+    }
+}
+
+/// Prints a markdown table's header: `first`, a column `unit` per core,
+/// then oplite's figure over each reference core's.
+fn header(first: &str, unit: &str, cores: &[Core]) {
+    let mut columns: Vec<String> = vec![first.to_owned()];
+    columns.extend(cores.iter().map(|c| format!("{} {unit}", c.label())));
+    if cores.contains(&Core::Oplite) {
+        columns.extend(cores.iter().filter(|c| **c != Core::Oplite).map(|c| format!("oplite / {}", c.name())));
+    }
+    println!("| {} |", columns.join(" | "));
+    println!("|{}", "---|".repeat(columns.len()));
+}
+
+/// A table row: the figures per core (in `cores`' order), then oplite's
+/// over each reference core's.
+fn row(first: &str, cores: &[Core], figures: &[f64], precision: usize) {
+    let mut cells: Vec<String> = vec![first.to_owned()];
+    cells.extend(figures.iter().map(|f| format!("{f:.precision$}")));
+    if let Some(oplite) = cores.iter().position(|c| *c == Core::Oplite) {
+        for (i, _) in cores.iter().enumerate().filter(|(_, c)| **c != Core::Oplite) {
+            cells.push(format!("{:.2}x", figures[oplite] / figures[i]));
+        }
+    }
+    println!("| {} |", cells.join(" | "));
+}
+
 fn buckets_mode(args: &[String], path: &Path) -> bool {
     let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned());
-    let skip = |reference: bool| args.iter().any(|a| a == if reference { "--only-oplite" } else { "--only-reference" });
+    let cores = cores(args);
     if let Some(n) = value("--full-sync") {
         let n: usize = n.parse().expect("--full-sync N");
         let (checkpoint, data, complete) = many_buckets(n, n);
         println!("A whole sync of {n} buckets (one one-op line each)\n");
-        for reference in [false, true] {
-            if !skip(reference) {
-                let seconds = full_sync(&open(reference, path), &checkpoint, &data, &complete);
-                println!("{}: {seconds:.1} s", if reference { "reference" } else { "oplite" });
-            }
+        for &core in &cores {
+            let seconds = full_sync(&open(core, path), &checkpoint, &data, &complete);
+            println!("{}: {seconds:.1} s", core.label());
         }
         return true;
     }
@@ -190,18 +230,14 @@ fn buckets_mode(args: &[String], path: &Path) -> bool {
     let lines: usize = value("--lines").and_then(|v| v.parse().ok()).unwrap_or(1000);
     let runs: usize = value("--runs").and_then(|v| v.parse().ok()).unwrap_or(3);
     println!("One-op data lines next to the checkpoint's bucket count: {lines} lines, median of {runs} runs\n");
-    println!("| buckets | oplite µs/line | reference µs/line | oplite / reference |");
-    println!("|---|---|---|---|");
+    header("buckets", "µs/line", &cores);
     for n in list.split(',').map(|n| n.parse::<usize>().expect("--buckets N,N,...")) {
         let (checkpoint, data, _) = many_buckets(n, lines);
-        let mut micros = [f64::NAN; 2];
-        for (i, reference) in [false, true].into_iter().enumerate() {
-            if !skip(reference) {
-                let times: Vec<f64> = (0..runs).map(|_| per_line(&open(reference, path), &checkpoint, &data)).collect();
-                micros[i] = median(times) * 1e6;
-            }
-        }
-        println!("| {n} | {:.0} | {:.0} | {:.2}x |", micros[0], micros[1], micros[0] / micros[1]);
+        let micros: Vec<f64> = cores
+            .iter()
+            .map(|&core| median((0..runs).map(|_| per_line(&open(core, path), &checkpoint, &data)).collect()) * 1e6)
+            .collect();
+        row(&n.to_string(), &cores, &micros, 0);
     }
     true
 }
@@ -228,18 +264,13 @@ fn main() {
 
     let pass = if again { ", a second time (every op supersedes one)" } else { "" };
     println!("Storing {count} data lines of {OPS_PER_LINE} ops ({} ops){pass}, median of {runs} runs\n", count * OPS_PER_LINE);
-    println!("| encoding | oplite lines/s | reference lines/s | oplite / reference |");
-    println!("|---|---|---|---|");
+    let cores = cores(&args);
+    header("encoding", "lines/s", &cores);
     for (name, lines) in [("JSON", &text), ("BSON", &binary)] {
-        let mut rates = [f64::NAN; 2];
-        for (i, reference) in [false, true].into_iter().enumerate() {
-            if args.iter().any(|a| a == if reference { "--only-oplite" } else { "--only-reference" }) {
-                continue;
-            }
-            let times: Vec<f64> =
-                (0..runs).map(|_| store(&open(reference, &path), &checkpoint, lines, again)).collect();
-            rates[i] = count as f64 / median(times);
-        }
-        println!("| {name} | {:.0} | {:.0} | {:.2}x |", rates[0], rates[1], rates[0] / rates[1]);
+        let rates: Vec<f64> = cores
+            .iter()
+            .map(|&core| count as f64 / median((0..runs).map(|_| store(&open(core, &path), &checkpoint, lines, again)).collect()))
+            .collect();
+        row(name, &cores, &rates, 0);
     }
 }

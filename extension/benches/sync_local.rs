@@ -1,16 +1,26 @@
 //! The sync_local benchmark: apply time of every workload of issue 4's
 //! matrix, for oplite with the strategy forced each way and chosen
-//! automatically, and for the reference core, on the same data in one run.
+//! automatically, and for the reference cores 0.5.4 (the specification)
+//! and 0.5.3 (what the JS SDKs bundle), on the same data in one run. No
+//! schema is installed: the rows land in `ps_untyped`.
 //!
 //!     cargo bench -p oplite --no-default-features --features bundled --bench sync_local
-//!         [-- --runs 5] [--ops 1000000] [--only NAME] [--reuse]
+//!         [-- --runs 5] [--ops 1000000] [--only NAME] [--reuse] [--direct]
 //!
-//! Each workload is prepared once per core (lines stored through
+//! `--direct` runs the matrix on a schema instead, the row type's table
+//! declared `"direct": true` (core 0.5.4's direct tables; 0.5.3 has none):
+//! oplite's typed table (auto strategy), oplite's direct table with each
+//! strategy, and 0.5.4's direct table, side by side.
+//!
+//! Each workload is prepared once per core and table (lines stored through
 //! `powersync_control`, everything but the final completion), the database
 //! file is copied for every run, and each run happens in a child process
 //! that opens the copy, replays the checkpoint line and times the completing
 //! line alone. The child reports time, temp-file bytes written (through a
-//! counting VFS) and its peak RSS. The table shows medians.
+//! counting VFS) and its peak RSS, then the rows it left (their count and
+//! the sum of `n`), which must be the same for every column of a workload.
+//! The table shows medians. The reference cores are `$REFERENCE_CORE` and
+//! `$REFERENCE_CORE_053`, or what `scripts/reference-core.sh` prints.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -19,7 +29,7 @@ mod counting_vfs;
 #[path = "../tests/common/wrapping_vfs.rs"]
 mod wrapping_vfs;
 
-use common::reference_core;
+use common::{with_direct_tables, Core, Reference};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,20 +39,102 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
 
 const LINE_OPS: usize = 1000;
+/// The row type of every op.
+const ROW_TYPE: &str = "thisisatable";
 
-/// Which engine a run uses.
+/// What the schema makes of the row type `thisisatable`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Core {
-    Oplite,
-    Reference,
+enum Table {
+    /// No schema: rows in `ps_untyped`.
+    Untyped,
+    /// A table of the schema (oplite: typed columns behind a view).
+    Typed,
+    /// A direct table (`"direct": true`).
+    Direct,
 }
 
-/// One column of the table.
-const VARIANTS: &[(&str, Core, &str)] = &[
-    ("incremental", Core::Oplite, "incremental"),
-    ("from scratch", Core::Oplite, "from_scratch"),
-    ("auto", Core::Oplite, "auto"),
-    ("reference", Core::Reference, ""),
+impl Table {
+    fn name(self) -> &'static str {
+        match self {
+            Table::Untyped => "untyped",
+            Table::Typed => "typed",
+            Table::Direct => "direct",
+        }
+    }
+
+    fn parse(name: &str) -> Table {
+        [Table::Untyped, Table::Typed, Table::Direct]
+            .into_iter()
+            .find(|t| t.name() == name)
+            .unwrap_or_else(|| panic!("unknown table {name:?}"))
+    }
+
+    /// The schema to install and send with `start`, if any.
+    fn schema(self) -> Option<Value> {
+        let schema = json!({"tables": [{"name": ROW_TYPE, "columns": [{"name": "n", "type": "integer"}]}]});
+        match self {
+            Table::Untyped => None,
+            Table::Typed => Some(schema),
+            Table::Direct => Some(with_direct_tables(schema)),
+        }
+    }
+
+    /// `start`'s payload: the schema, as SDKs send it (core 0.5.4 applies
+    /// into a direct table only when `start`'s schema lists it).
+    fn start_payload(self) -> Option<String> {
+        self.schema().map(|schema| json!({ "schema": schema }).to_string())
+    }
+
+    /// SQL: the rows a run left, as (count, sum of `n`).
+    fn rows_sql(self) -> String {
+        match self {
+            Table::Untyped => format!(
+                "SELECT count(*), total(json_extract(data, '$.n')) FROM ps_untyped WHERE type = '{ROW_TYPE}'"
+            ),
+            Table::Typed | Table::Direct => format!("SELECT count(*), total(n) FROM {ROW_TYPE}"),
+        }
+    }
+}
+
+/// One column of the table: a core, its table, oplite's strategy.
+struct Variant {
+    label: &'static str,
+    core: Core,
+    table: Table,
+    strategy: &'static str,
+}
+
+const fn variant(label: &'static str, core: Core, table: Table, strategy: &'static str) -> Variant {
+    Variant { label, core, table, strategy }
+}
+
+/// The default columns: rows in ps_untyped.
+const UNTYPED_VARIANTS: &[Variant] = &[
+    variant("incremental", Core::Oplite, Table::Untyped, "incremental"),
+    variant("from scratch", Core::Oplite, Table::Untyped, "from_scratch"),
+    variant("auto (picked)", Core::Oplite, Table::Untyped, "auto"),
+    variant("reference 0.5.4", Core::Reference(Reference::V054), Table::Untyped, ""),
+    variant("reference 0.5.3", Core::Reference(Reference::V053), Table::Untyped, ""),
+];
+
+/// The ratio columns of the default table: (label, numerator column,
+/// denominator columns, the fastest of which divides).
+const UNTYPED_RATIOS: &[(&str, usize, &[usize])] =
+    &[("auto / best forced", 2, &[0, 1]), ("auto / 0.5.4", 2, &[3]), ("auto / 0.5.3", 2, &[4])];
+
+/// The `--direct` columns.
+const DIRECT_VARIANTS: &[Variant] = &[
+    variant("typed table, auto (picked)", Core::Oplite, Table::Typed, "auto"),
+    variant("direct, incremental", Core::Oplite, Table::Direct, "incremental"),
+    variant("direct, from scratch", Core::Oplite, Table::Direct, "from_scratch"),
+    variant("direct, auto (picked)", Core::Oplite, Table::Direct, "auto"),
+    variant("reference 0.5.4, direct", Core::Reference(Reference::V054), Table::Direct, ""),
+];
+
+const DIRECT_RATIOS: &[(&str, usize, &[usize])] = &[
+    ("direct auto / best forced", 3, &[1, 2]),
+    ("direct auto / typed auto", 3, &[0]),
+    ("direct auto / 0.5.4 direct", 3, &[4]),
 ];
 
 struct Workload {
@@ -59,7 +151,7 @@ fn op(op_id: usize, row: usize, bucket: &str) -> Value {
     json!({
         "op_id": op_id.to_string(),
         "op": "PUT",
-        "object_type": "thisisatable",
+        "object_type": ROW_TYPE,
         "object_id": format!("thisismyrowid{row}"),
         "checksum": op_checksum(op_id),
         "data": json!({"n": row}).to_string(),
@@ -314,21 +406,25 @@ fn workloads() -> Vec<Workload> {
 fn open(core: Core, path: &Path) -> Connection {
     let db = Connection::open_with_flags(path, OpenFlags::default()).unwrap();
     db.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;").unwrap();
-    match core {
-        Core::Oplite => oplite::register(&db).unwrap(),
-        Core::Reference => unsafe {
-            let _guard = rusqlite::LoadExtensionGuard::new(&db).unwrap();
-            db.load_extension(reference_core(), Some("sqlite3_powersync_init")).unwrap();
-        },
-    }
+    core.install(&db).unwrap();
     db
 }
 
-fn prepare(workload: &Workload, core: Core, n: usize, dir: &Path) -> PathBuf {
-    let path = dir.join(format!("{}-{:?}.db", workload.name, core));
+/// The prepared database of `workload` for `core` and `table`.
+fn prepared_path(workload: &Workload, core: Core, table: Table, dir: &Path) -> PathBuf {
+    dir.join(format!("{}-{}-{}.db", workload.name, core.name(), table.name()))
+}
+
+fn prepare(workload: &Workload, core: Core, table: Table, n: usize, dir: &Path) -> PathBuf {
+    let path = prepared_path(workload, core, table, dir);
     let _ = std::fs::remove_file(&path);
     let db = open(core, &path);
     db.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").unwrap();
+    if let Some(schema) = table.schema() {
+        db.execute_batch("BEGIN").unwrap();
+        db.query_row("SELECT powersync_replace_schema(?1)", [schema.to_string()], |_| Ok(())).unwrap();
+        db.execute_batch("COMMIT").unwrap();
+    }
     let mut driver = Driver {
         db,
         buckets: Vec::new(),
@@ -337,7 +433,7 @@ fn prepare(workload: &Workload, core: Core, n: usize, dir: &Path) -> PathBuf {
         next_op: 1,
         last_checkpoint: None,
     };
-    driver.tx(|d| d.control("start", None));
+    driver.tx(|d| d.control("start", table.start_payload().as_deref()));
     (workload.prepare)(&mut driver, n);
     // Remember the checkpoint to replay in the measured child.
     let checkpoint = driver.last_checkpoint.clone().unwrap();
@@ -346,10 +442,12 @@ fn prepare(workload: &Workload, core: Core, n: usize, dir: &Path) -> PathBuf {
     path
 }
 
-/// Runs in the child: replay the checkpoint, time the completion.
-fn child(workload: &str, core: &str, strategy: &str, path: &Path) {
+/// Runs in the child: replay the checkpoint, time the completion, then
+/// read the rows it left.
+fn child(workload: &str, core: &str, table: &str, strategy: &str, path: &Path) {
     let workload = workloads().into_iter().find(|w| w.name == workload).unwrap();
-    let core = if core == "reference" { Core::Reference } else { Core::Oplite };
+    let core = Core::parse(core).unwrap_or_else(|| panic!("unknown core {core:?}"));
+    let table = Table::parse(table);
     counting_vfs::register_as_default();
     let db = open(core, path);
     if core == Core::Oplite {
@@ -364,7 +462,7 @@ fn child(workload: &str, core: &str, strategy: &str, path: &Path) {
         db.execute_batch("COMMIT").unwrap();
         out
     };
-    control("start", None);
+    control("start", table.start_payload().as_deref());
     control("line_text", Some(&checkpoint));
     let line = (workload.complete)(0).to_string();
     counting_vfs::reset();
@@ -372,6 +470,7 @@ fn child(workload: &str, core: &str, strategy: &str, path: &Path) {
     let out = control("line_text", Some(&line));
     let elapsed = start.elapsed().as_secs_f64() * 1000.0;
     let temp = counting_vfs::temp_bytes_written();
+    let max_rss_kb = max_rss_kb();
     assert!(out.contains("UpdateSyncStatus") || out.contains("DidCompleteSync"), "not applied: {out}");
     let strategy_used = if core == Core::Oplite {
         db.query_row("SELECT oplite_last_apply()", [], |r| r.get::<_, Option<String>>(0)).unwrap()
@@ -382,9 +481,16 @@ fn child(workload: &str, core: &str, strategy: &str, path: &Path) {
         .and_then(|s| serde_json::from_str::<Value>(&s).ok())
         .and_then(|v| v["strategy"].as_str().map(str::to_owned))
         .unwrap_or_default();
+    if table == Table::Direct {
+        let kind: String =
+            db.query_row("SELECT type FROM sqlite_master WHERE name = ?1", [ROW_TYPE], |r| r.get(0)).unwrap();
+        assert_eq!(kind, "table", "the direct table {ROW_TYPE} is a {kind}");
+    }
+    let (rows, sum): (i64, f64) = db.query_row(&table.rows_sql(), [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
     println!(
         "{}",
-        json!({"ms": elapsed, "temp_bytes": temp, "max_rss_kb": max_rss_kb(), "strategy": strategy_used})
+        json!({"ms": elapsed, "temp_bytes": temp, "max_rss_kb": max_rss_kb, "strategy": strategy_used,
+               "rows": rows, "sum_n": sum})
     );
 }
 
@@ -405,16 +511,59 @@ fn median(values: &mut [f64]) -> f64 {
     values[values.len() / 2]
 }
 
+/// One variant's runs of a workload.
+#[derive(Clone, Default)]
+struct Measured {
+    times: Vec<f64>,
+    temp: i64,
+    rss: i64,
+    picked: String,
+    /// The rows the runs left: (count, sum of `n`).
+    rows: Option<(i64, f64)>,
+}
+
+/// One run of `variant` on a copy of its prepared database, in a child.
+fn run_child(exe: &Path, workload: &Workload, variant: &Variant, prepared: &Path, dir: &Path, into: &mut Measured) {
+    let copy = dir.join("run.db");
+    std::fs::copy(prepared, &copy).unwrap();
+    std::fs::copy(prepared.with_extension("checkpoint.json"), copy.with_extension("checkpoint.json")).unwrap();
+    let mut command = Command::new(exe);
+    command.args(["--child", workload.name, variant.core.name(), variant.table.name(), variant.strategy]).arg(&copy);
+    if let Core::Reference(reference) = variant.core {
+        reference.pass_to(&mut command).unwrap();
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{} {}: {}", workload.name, variant.label, String::from_utf8_lossy(&out.stderr));
+    let report: Value =
+        serde_json::from_slice(out.stdout.split(|b| *b == b'\n').find(|l| l.starts_with(b"{")).unwrap()).unwrap();
+    into.times.push(report["ms"].as_f64().unwrap());
+    into.temp = into.temp.max(report["temp_bytes"].as_i64().unwrap());
+    into.rss = into.rss.max(report["max_rss_kb"].as_i64().unwrap());
+    into.picked = report["strategy"].as_str().unwrap_or_default().to_owned();
+    let rows = (report["rows"].as_i64().unwrap(), report["sum_n"].as_f64().unwrap());
+    assert!(
+        into.rows.is_none_or(|r| r == rows),
+        "{} {}: runs left different rows: {:?} and {rows:?}",
+        workload.name,
+        variant.label,
+        into.rows
+    );
+    into.rows = Some(rows);
+    let _ = std::fs::remove_file(&copy);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--child") {
-        child(&args[i + 1], &args[i + 2], &args[i + 3], Path::new(&args[i + 4]));
+        child(&args[i + 1], &args[i + 2], &args[i + 3], &args[i + 4], Path::new(&args[i + 5]));
         return;
     }
     let flag = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
     let runs: usize = flag("--runs").and_then(|v| v.parse().ok()).unwrap_or(5);
     let n: usize = flag("--ops").and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
     let only = flag("--only");
+    let direct = args.iter().any(|a| a == "--direct");
+    let (variants, ratios) = if direct { (DIRECT_VARIANTS, DIRECT_RATIOS) } else { (UNTYPED_VARIANTS, UNTYPED_RATIOS) };
     let dir = std::env::temp_dir().join("oplite-bench-sync-local");
     if !args.iter().any(|a| a == "--reuse") {
         // Prepared databases depend on the build: start afresh unless told.
@@ -423,78 +572,71 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let exe = std::env::current_exe().unwrap();
 
-    println!("sync_local apply, N = {n} ops, median of {runs} runs (ms; temp = temp-file KiB written; RSS = child peak MiB)\n");
-    println!("| workload | incremental | from scratch | auto (picked) | reference | auto / best forced | auto / reference |");
-    println!("|---|---|---|---|---|---|---|");
+    let tables = if direct {
+        format!("{ROW_TYPE} a table of the schema (typed) or a direct table; schema sent with start")
+    } else {
+        "no schema (rows in ps_untyped)".to_owned()
+    };
+    println!(
+        "sync_local apply, N = {n} ops, {tables}, median of {runs} runs \
+         (ms; temp = temp-file KiB written; RSS = child peak MiB)\n"
+    );
+    let labels: Vec<&str> = variants.iter().map(|v| v.label).chain(ratios.iter().map(|r| r.0)).collect();
+    println!("| workload | {} |", labels.join(" | "));
+    println!("|---|{}", "---|".repeat(labels.len()));
     for workload in workloads() {
         if only.as_deref().is_some_and(|o| o != workload.name) {
             continue;
         }
+        let prepared: Vec<PathBuf> = variants.iter().map(|v| prepare_cached(&workload, v.core, v.table, n, &dir)).collect();
+        let mut measured = vec![Measured::default(); variants.len()];
         // Runs go round-robin over the variants, so a change in the load of
-        // the machine hits them all alike.
-        let prepared: Vec<PathBuf> =
-            VARIANTS.iter().map(|(_, core, _)| prepare_cached(&workload, *core, n, &dir)).collect();
-        let mut times = vec![Vec::new(); VARIANTS.len()];
-        let mut temp = vec![0i64; VARIANTS.len()];
-        let mut rss = vec![0i64; VARIANTS.len()];
-        let mut picked = vec![String::new(); VARIANTS.len()];
+        // the machine hits them all alike. Each round starts one variant
+        // later, so no variant always runs right after the same other one
+        // (a heavy run's writeback slows the next).
         for run in 0..runs {
-            // Each round starts one variant later, so no variant always
-            // runs right after the same other one (a heavy run's writeback
-            // slows the next).
-            for v in (0..VARIANTS.len()).map(|i| (i + run) % VARIANTS.len()) {
-                let (label, core, strategy) = &VARIANTS[v];
-                let copy = dir.join("run.db");
-                std::fs::copy(&prepared[v], &copy).unwrap();
-                std::fs::copy(prepared[v].with_extension("checkpoint.json"), copy.with_extension("checkpoint.json"))
-                    .unwrap();
-                let out = Command::new(&exe)
-                    .args(["--child", workload.name, if *core == Core::Reference { "reference" } else { "oplite" }])
-                    .arg(strategy)
-                    .arg(&copy)
-                    .output()
-                    .unwrap();
-                assert!(out.status.success(), "{label}: {}", String::from_utf8_lossy(&out.stderr));
-                let report: Value = serde_json::from_slice(
-                    out.stdout.split(|b| *b == b'\n').find(|l| l.starts_with(b"{")).unwrap(),
-                )
-                .unwrap();
-                times[v].push(report["ms"].as_f64().unwrap());
-                temp[v] = temp[v].max(report["temp_bytes"].as_i64().unwrap());
-                rss[v] = rss[v].max(report["max_rss_kb"].as_i64().unwrap());
-                picked[v] = report["strategy"].as_str().unwrap_or_default().to_owned();
-                let _ = std::fs::remove_file(&copy);
+            for v in (0..variants.len()).map(|i| (i + run) % variants.len()) {
+                run_child(&exe, &workload, &variants[v], &prepared[v], &dir, &mut measured[v]);
             }
+        }
+        // Every column must leave the same rows.
+        for (variant, m) in variants.iter().zip(&measured).skip(1) {
+            assert_eq!(
+                m.rows, measured[0].rows,
+                "{}: {} left other rows (count, sum of n) than {}",
+                workload.name, variant.label, variants[0].label
+            );
         }
         let mut cells = Vec::new();
         let mut medians = Vec::new();
-        for (v, (_, _, strategy)) in VARIANTS.iter().enumerate() {
-            let m = median(&mut times[v]);
-            medians.push(m);
-            let picked = if *strategy == "auto" { format!(" ({})", picked[v]) } else { String::new() };
-            cells.push(format!("{m:.1}{picked}<br>temp {} KiB, RSS {} MiB", temp[v] / 1024, rss[v] / 1024));
+        for (variant, m) in variants.iter().zip(&mut measured) {
+            let median = median(&mut m.times);
+            medians.push(median);
+            let picked = if variant.strategy == "auto" { format!(" ({})", m.picked) } else { String::new() };
+            cells.push(format!("{median:.1}{picked}<br>temp {} KiB, RSS {} MiB", m.temp / 1024, m.rss / 1024));
         }
-        let best_forced = medians[0].min(medians[1]);
-        println!(
-            "| {} | {} | {:.2}x | {:.2}x |",
-            workload.description.replace('N', &n.to_string()),
-            cells.join(" | "),
-            medians[2] / best_forced,
-            medians[2] / medians[3],
-        );
+        for (_, numerator, denominators) in ratios {
+            let fastest = denominators.iter().map(|&d| medians[d]).fold(f64::INFINITY, f64::min);
+            cells.push(format!("{:.2}x", medians[*numerator] / fastest));
+        }
+        println!("| {} | {} |", workload.description.replace('N', &n.to_string()), cells.join(" | "));
     }
+    println!(
+        "\nEvery column of a row left the same rows (their count and the sum of n){}.",
+        if direct { "; the direct tables were checked to be tables" } else { "" }
+    );
 }
 
-/// Prepares each (workload, core) once per process.
-fn prepare_cached(workload: &Workload, core: Core, n: usize, dir: &Path) -> PathBuf {
-    let path = dir.join(format!("{}-{:?}.db", workload.name, core));
+/// Prepares each (workload, core, table) once per process.
+fn prepare_cached(workload: &Workload, core: Core, table: Table, n: usize, dir: &Path) -> PathBuf {
+    let path = prepared_path(workload, core, table, dir);
     let marker = path.with_extension(format!("ready-{n}"));
     if marker.exists() && path.exists() {
         return path;
     }
     let started = Instant::now();
-    let path = prepare(workload, core, n, dir);
+    let path = prepare(workload, core, table, n, dir);
     std::fs::write(&marker, "").unwrap();
-    eprintln!("prepared {} for {:?} in {:.1}s", workload.name, core, started.elapsed().as_secs_f64());
+    eprintln!("prepared {} for {} ({}) in {:.1}s", workload.name, core.name(), table.name(), started.elapsed().as_secs_f64());
     path
 }

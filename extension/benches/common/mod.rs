@@ -106,3 +106,44 @@ pub fn with_direct_tables(mut schema: serde_json::Value) -> serde_json::Value {
     }
     schema
 }
+
+/// The engine of a bench run: oplite of this build, or a reference core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Core {
+    Oplite,
+    Reference(Reference),
+}
+
+impl Core {
+    /// oplite, then the reference cores.
+    pub const ALL: [Core; 3] = [Core::Oplite, Core::Reference(Reference::V054), Core::Reference(Reference::V053)];
+
+    /// Its name on a command line and in file names: `oplite`, `0.5.4`,
+    /// `0.5.3`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Core::Oplite => "oplite",
+            Core::Reference(reference) => reference.version(),
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Core> {
+        Core::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// "oplite" or "reference 0.5.4", as tables label it.
+    pub fn label(self) -> String {
+        match self {
+            Core::Oplite => "oplite".to_owned(),
+            Core::Reference(reference) => reference.label(),
+        }
+    }
+
+    /// Registers oplite on `conn`, or loads the reference core into it.
+    pub fn install(self, conn: &Connection) -> Result<(), String> {
+        match self {
+            Core::Oplite => oplite::register(conn).map_err(|e| e.to_string()),
+            Core::Reference(reference) => reference.load(conn),
+        }
+    }
+}
