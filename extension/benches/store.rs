@@ -249,6 +249,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("usage: store [--lines 200] [--runs 5] [--cores oplite,0.5.4,0.5.3] [--again]");
+        println!("       store --buckets 1000,10000,20000 [--lines 1000] [--runs 3] [--cores ...]");
+        println!("       store --full-sync N [--cores ...]");
+        return;
+    }
     if buckets_mode(&args, &std::env::temp_dir().join("oplite-bench-store.db")) {
         return;
     }

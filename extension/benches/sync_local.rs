@@ -558,6 +558,12 @@ fn main() {
         child(&args[i + 1], &args[i + 2], &args[i + 3], &args[i + 4], Path::new(&args[i + 5]));
         return;
     }
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("usage: sync_local [--runs 5] [--ops 1000000] [--only WORKLOAD] [--reuse] [--direct]");
+        println!("  --direct: oplite's typed table, oplite's direct table (each strategy) and core 0.5.4's direct table");
+        println!("  workloads: {}", workloads().iter().map(|w| w.name).collect::<Vec<_>>().join(", "));
+        return;
+    }
     let flag = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
     let runs: usize = flag("--runs").and_then(|v| v.parse().ok()).unwrap_or(5);
     let n: usize = flag("--ops").and_then(|v| v.parse().ok()).unwrap_or(1_000_000);

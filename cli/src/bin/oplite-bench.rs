@@ -226,7 +226,7 @@ fn parent(args: &[String]) -> Result<(), String> {
             "-h" | "--help" => {
                 let all: Vec<&str> = ENGINES.iter().map(|e| e.name()).collect();
                 println!("usage: oplite-bench [--runs 5] [--sizes 100000,1000000] [--encodings json,bson] [--engines oplite,oplite-http,reference,reference-053,plain] [--shape benchmark] [--no-schema] [--dir DIR]");
-                println!("engines: {} (reference is core 0.5.4, also reference-054; the -direct ones declare the table \"direct\": true)", all.join(", "));
+                println!("engines: {} (reference is core 0.5.4, also reference-054; the -direct ones declare the table \"direct\": true; core 0.5.3 has no direct tables)", all.join(", "));
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other:?}")),

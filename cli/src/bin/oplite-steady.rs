@@ -117,7 +117,7 @@ fn parent(args: &[String]) -> Result<(), String> {
             "--engines" => engines = value()?.split(',').map(|e| e.trim().to_owned()).collect(),
             "-h" | "--help" => {
                 println!("usage: oplite-steady [--rows 1000000] [--checkpoints 1000] [--max-ops 100] [--runs 3] [--engines {}]", DEFAULT_ENGINES.join(","));
-                println!("engines: {} (reference is core 0.5.4; the -direct ones declare the table \"direct\": true)", ENGINES.join(", "));
+                println!("engines: {} (reference is core 0.5.4; the -direct ones declare the table \"direct\": true; core 0.5.3 has no direct tables)", ENGINES.join(", "));
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other:?}")),
