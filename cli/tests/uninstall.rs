@@ -4,7 +4,7 @@
 //! takes it over again for the next sync.
 
 #[path = "../src/bench_shared.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod bench_shared;
 
 use std::path::{Path, PathBuf};
@@ -50,10 +50,7 @@ fn a_synced_file_goes_back_to_the_core_and_comes_back() {
 
     {
         let core = Connection::open(&db).unwrap();
-        unsafe {
-            let _guard = rusqlite::LoadExtensionGuard::new(&core).unwrap();
-            core.load_extension(bench_shared::reference_core().unwrap(), Some("sqlite3_powersync_init")).unwrap();
-        }
+        bench_shared::Reference::V054.load(&core).unwrap();
         core.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;").unwrap();
         let version: i64 = core.query_row("SELECT max(id) FROM ps_migration", [], |r| r.get(0)).unwrap();
         assert_eq!(version, 14, "the core's own version, so it migrates nothing");
