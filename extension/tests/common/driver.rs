@@ -211,10 +211,7 @@ fn urgent_apply(db: &Connection) -> Vec<((String, String), Option<String>)> {
             newest.insert(row, (op_id, data));
         }
     }
-    touched.into_iter().map(|row| {
-        let data = newest[&row].1.clone();
-        (row, data)
-    }).collect()
+    newest.into_iter().filter(|(row, _)| touched.contains(row)).map(|(row, (_, data))| (row, data)).collect()
 }
 
 /// `ps_crud` as id -> data.
@@ -317,7 +314,7 @@ impl Driver {
         }
         if completes(&instructions) {
             self.model.rows = self.model.validated.clone().expect("applied without a validated checkpoint");
-        } else if let Some(changes) = urgent.filter(|_| completion && !closes(&instructions)) {
+        } else if let Some(changes) = urgent.filter(|_| !closes(&instructions)) {
             // Held back by queued uploads, a checkpoint of priority-0
             // buckets only still applies what it downloaded.
             for (row, data) in changes {
@@ -335,6 +332,12 @@ impl Driver {
         }
         self.committed(Vec::new(), None);
         Ok(instructions)
+    }
+
+    /// The model learns what the checkpoint line about to be sent holds.
+    fn record_sent(&mut self) {
+        self.model.sent = Some(server_rows(&self.server));
+        self.model.sent_urgent = self.server.buckets.iter().all(|b| b.priority == 0);
     }
 
     /// The payload of a line in this session's encoding.
@@ -470,8 +473,7 @@ impl Driver {
                 corrupt_checksum(&mut line, self.server.rng.below(1000));
             }
             sent = Some(self.server.checkpoint_entries());
-            self.model.sent = Some(server_rows(&self.server));
-            self.model.sent_urgent = self.server.buckets.iter().all(|b| b.priority == 0);
+            self.record_sent();
             for bucket in self.server.buckets.iter().map(|b| b.name.clone()).collect::<Vec<_>>() {
                 after.entry(bucket).or_insert(0);
             }
@@ -528,8 +530,7 @@ impl Driver {
         assert_eq!(requested, stored, "the stream request does not resume from the stored last_op");
         self.upload();
         let line = self.server.checkpoint_line();
-        self.model.sent = Some(server_rows(&self.server));
-        self.model.sent_urgent = self.server.buckets.iter().all(|b| b.priority == 0);
+        self.record_sent();
         let mut downloaded = 0;
         assert!(!closes(&self.send(&line)));
         for (_, data) in self.server.data_lines(&after) {
