@@ -133,12 +133,15 @@ window.adapterChecks = async (config) => {
     const typed = await db.get("SELECT 9007199254740993 AS big, x'00ff' AS blob, 1.5 AS real, NULL AS none");
     out.values = { big: String(typed.big), bigType: typeof typed.big, blob: Array.from(typed.blob), real: typed.real, none: typed.none };
     // A watched query sees a later write.
+    // The write waits for the first result (a fixed pause raced a slow start).
     const seen = [];
     const abort = new AbortController();
+    let firstSeen;
+    const first = new Promise((resolve) => { firstSeen = resolve; });
     const done = new Promise((resolve) => {
-      db.watch('SELECT count(*) AS n FROM notes', [], { onResult: (r) => { seen.push(r.rows._array[0].n); if (r.rows._array[0].n === 3) resolve(); } }, { signal: abort.signal, throttleMs: 10 });
+      db.watch('SELECT count(*) AS n FROM notes', [], { onResult: (r) => { seen.push(r.rows._array[0].n); firstSeen(); if (r.rows._array[0].n === 3) resolve(); } }, { signal: abort.signal, throttleMs: 10 });
     });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await Promise.race([first, new Promise((resolve) => setTimeout(resolve, 30_000))]);
     await db.execute("DELETE FROM notes WHERE id = 'a'");
     await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 30_000))]);
     abort.abort();
