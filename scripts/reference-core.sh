@@ -28,9 +28,8 @@ fetch_053() {
   command -v npm >/dev/null || { echo "reference-core.sh: npm is required to download @powersync/node" >&2; exit 1; }
   mkdir -p "$cache"
   # Global, not local: the EXIT trap runs after this function has returned.
-  fetch_tmp=$(mktemp -d)
-  trap 'rm -rf "$fetch_tmp"' EXIT
-  local tmp=$fetch_tmp
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
   (cd "$tmp" && npm pack --silent "@powersync/node@$npm_version" >/dev/null)
   tar -xzf "$tmp/powersync-node-$npm_version.tgz" -C "$tmp" "$member"
   if ! verify "$tmp/$member"; then

@@ -136,14 +136,15 @@ window.adapterChecks = async (config) => {
     // The write waits for the first result (a fixed pause raced a slow start).
     const seen = [];
     const abort = new AbortController();
+    const atMost30s = (promise) => Promise.race([promise, new Promise((resolve) => setTimeout(resolve, 30_000))]);
     let firstSeen;
     const first = new Promise((resolve) => { firstSeen = resolve; });
     const done = new Promise((resolve) => {
       db.watch('SELECT count(*) AS n FROM notes', [], { onResult: (r) => { seen.push(r.rows._array[0].n); firstSeen(); if (r.rows._array[0].n === 3) resolve(); } }, { signal: abort.signal, throttleMs: 10 });
     });
-    await Promise.race([first, new Promise((resolve) => setTimeout(resolve, 30_000))]);
+    await atMost30s(first);
     await db.execute("DELETE FROM notes WHERE id = 'a'");
-    await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 30_000))]);
+    await atMost30s(done);
     abort.abort();
     out.watch = { first: seen[0], last: seen.at(-1) };
     const crud = await db.getAll('SELECT data FROM ps_crud ORDER BY id');
