@@ -7,7 +7,8 @@
 //! `vtab` (write-only virtual tables that see transactions begin, commit,
 //! roll back and hit savepoints), `row_function` (single-row table-valued
 //! functions), `connection_data` (per-connection state
-//! and the change hooks) and `borrowing` (a statement that binds text
+//! and the change hooks), `shared_connection` (the statement cache kept
+//! across calls, and its pre-close hook) and `borrowing` (a statement that binds text
 //! without copying it, for storing sync lines).
 //!
 //! Why not rusqlite's own `create_scalar_function`? It reports every error as
@@ -36,11 +37,14 @@ use crate::error::{OpliteError, Result};
 mod borrowing;
 mod connection_data;
 mod row_function;
+mod shared_connection;
 mod vtab;
 
 pub use borrowing::{BorrowingStatement, Param};
 pub use connection_data::{client_data, install_change_hooks, ChangeObserver, ClientDataKey, ScopeCounter, ScopeGuard};
 pub use row_function::{register_row_function, RowSource};
+use shared_connection::CallConnection;
+pub use shared_connection::{register_pre_close, PRE_CLOSE_TABLE};
 pub use vtab::{register_write_only_table, WriteOnlyTable};
 
 /// The body of a scalar SQL function: the connection it runs on and its
@@ -74,21 +78,20 @@ impl Emit<'_> {
 /// What a [`FunctionBody`] gets besides its arguments.
 pub struct CallContext {
     handle: *mut ffi::sqlite3,
-    connection: OnceCell<Connection>,
+    connection: OnceCell<CallConnection>,
 }
 
 impl CallContext {
-    /// The connection the function runs on, wrapped on first use.
+    /// The connection the function runs on, with its statement cache (see
+    /// [`shared_connection`]), looked up on first use.
     pub fn db(&self) -> Result<&Connection> {
-        if let Some(db) = self.connection.get() {
-            return Ok(db);
+        if let Some(call) = self.connection.get() {
+            return Ok(call.connection());
         }
-        // SAFETY: the context's connection is open while its function runs;
-        // the non-owning Connection is dropped with this context, before the
-        // call returns.
-        let db = unsafe { Connection::from_handle(self.handle) }
-            .map_err(|e| OpliteError::sqlite("opening connection handle", e))?;
-        Ok(self.connection.get_or_init(|| db))
+        // SAFETY: the context's connection is open while its function runs,
+        // and this context is dropped before the call returns.
+        let call = unsafe { CallConnection::open(self.handle) }?;
+        Ok(self.connection.get_or_init(|| call).connection())
     }
 }
 

@@ -21,14 +21,6 @@ const LEFT_OUT: &[(&str, i64, &str)] = &[
     ("powersync_test_migration", 1, "the reference's internal migration versions"),
 ];
 
-/// Reference virtual-table modules oplite does not register: (name, why).
-const MODULES_LEFT_OUT: &[(&str, &str)] = &[
-    // The reference's pre-close hook (its xDisconnect frees the sync client's
-    // statements). oplite frees per-connection state through SQLite's
-    // client-data destructors instead, so it needs no table for it.
-    ("powersync_internal_close", "a pre-close hook; oplite frees state with client-data destructors"),
-];
-
 fn functions(db: &Connection) -> BTreeSet<(String, i64)> {
     let mut stmt = db.prepare("SELECT name, narg FROM pragma_function_list").unwrap();
     stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(|r| r.unwrap()).collect()
@@ -64,7 +56,6 @@ fn every_reference_module_exists() {
     let theirs: BTreeSet<_> = modules(&common::reference()).difference(&plain).cloned().collect();
     let ours = modules(&common::oplite());
     assert!(!theirs.is_empty(), "the reference registered no module");
-    let missing: Vec<_> =
-        theirs.difference(&ours).filter(|name| !MODULES_LEFT_OUT.iter().any(|(n, _)| n == name)).collect();
+    let missing: Vec<_> = theirs.difference(&ours).collect();
     assert!(missing.is_empty(), "reference virtual-table modules oplite lacks: {missing:?}");
 }

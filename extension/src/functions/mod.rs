@@ -15,6 +15,8 @@ use crate::error::Result;
 
 /// Registers every SQL function on `db`.
 pub fn register(db: &Connection) -> Result<()> {
+    // The pre-close hook first: the functions below cache statements.
+    crate::sqlite::register_pre_close(db)?;
     version::register(db)?;
     ids::register(db)?;
     init::register(db)?;

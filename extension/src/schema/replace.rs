@@ -346,11 +346,6 @@ fn check_collisions(installed: &Installed, desired: &[Desired<'_>]) -> Result<()
     Ok(())
 }
 
-/// The reference core's own virtual table, which oplite does not register:
-/// refused as a view name as the reference refuses it, so that a schema
-/// works with both cores.
-const REFERENCE_MODULES: &[&str] = &["powersync_internal_close"];
-
 /// Fails if a view would be named like a virtual table SQLite finds without
 /// a CREATE: `json_each`, `pragma_table_info`, `oplite_row`,
 /// `powersync_crud` and any other eponymous module. A view of that name
@@ -363,9 +358,8 @@ const REFERENCE_MODULES: &[&str] = &["powersync_internal_close"];
 /// object, which would shadow the view as well).
 fn check_module_names(db: &Connection, desired: &[Desired<'_>]) -> Result<()> {
     for d in desired {
-        let reference_module = REFERENCE_MODULES.iter().any(|m| m.eq_ignore_ascii_case(&d.view));
         let probe = db.prepare(&format!("DROP VIEW IF EXISTS temp.{}", identifier(&d.view)));
-        if reference_module || probe.is_err() {
+        if probe.is_err() {
             return Err(conflict(format!(
                 "table {:?} cannot have a view named {:?}: SQLite resolves that name to a virtual table \
                  (a table-valued function or module) that the view would hide",
