@@ -28,41 +28,41 @@ pub const SYNC_ITERATION: &str = "sync_iteration";
 
 /// Reads a `ps_kv` value as an integer.
 pub fn int(db: &Connection, key: &str) -> Result<Option<i64>> {
-    db.query_row("SELECT CAST(value AS INTEGER) FROM ps_kv WHERE key = ?1", [key], |r| r.get(0))
+    db.prepare_cached("SELECT CAST(value AS INTEGER) FROM ps_kv WHERE key = ?1").and_then(|mut s| s.query_row([key], |r| r.get(0)))
         .optional()
         .context("reading ps_kv")
 }
 
 /// Reads a `ps_kv` value as text.
 pub fn text(db: &Connection, key: &str) -> Result<Option<String>> {
-    db.query_row("SELECT CAST(value AS TEXT) FROM ps_kv WHERE key = ?1", [key], |r| r.get(0))
+    db.prepare_cached("SELECT CAST(value AS TEXT) FROM ps_kv WHERE key = ?1").and_then(|mut s| s.query_row([key], |r| r.get(0)))
         .optional()
         .context("reading ps_kv")
 }
 
 /// Writes a `ps_kv` value (text or integer, stored as given).
 pub fn set(db: &Connection, key: &str, value: impl ToSql) -> Result<()> {
-    db.execute("INSERT OR REPLACE INTO ps_kv(key, value) VALUES (?1, ?2)", params![key, value])
+    db.prepare_cached("INSERT OR REPLACE INTO ps_kv(key, value) VALUES (?1, ?2)").and_then(|mut s| s.execute(params![key, value]))
         .context("writing ps_kv")?;
     Ok(())
 }
 
 /// Deletes a `ps_kv` row.
 pub fn delete(db: &Connection, key: &str) -> Result<()> {
-    db.execute("DELETE FROM ps_kv WHERE key = ?1", [key]).context("writing ps_kv")?;
+    db.prepare_cached("DELETE FROM ps_kv WHERE key = ?1").and_then(|mut s| s.execute([key])).context("writing ps_kv")?;
     Ok(())
 }
 
 /// Reads one of oplite's own values.
 pub fn own(db: &Connection, key: &str) -> Result<Option<String>> {
-    db.query_row("SELECT value FROM ps_oplite_kv WHERE key = ?1", [key], |r| r.get(0))
+    db.prepare_cached("SELECT value FROM ps_oplite_kv WHERE key = ?1").and_then(|mut s| s.query_row([key], |r| r.get(0)))
         .optional()
         .context("reading ps_oplite_kv")
 }
 
 /// Writes one of oplite's own values.
 pub fn set_own(db: &Connection, key: &str, value: &str) -> Result<()> {
-    db.execute("INSERT OR REPLACE INTO ps_oplite_kv(key, value) VALUES (?1, ?2)", params![key, value])
+    db.prepare_cached("INSERT OR REPLACE INTO ps_oplite_kv(key, value) VALUES (?1, ?2)").and_then(|mut s| s.execute(params![key, value]))
         .context("writing ps_oplite_kv")?;
     Ok(())
 }

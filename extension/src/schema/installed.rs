@@ -58,7 +58,7 @@ const READ_OBJECTS: &str = "SELECT type, name, tbl_name, sql FROM main.sqlite_ma
 impl Installed {
     /// Reads the main schema.
     pub fn read(db: &Connection) -> Result<Installed> {
-        let mut stmt = db.prepare(READ_OBJECTS).context("reading sqlite_master")?;
+        let mut stmt = db.prepare_cached(READ_OBJECTS).context("reading sqlite_master")?;
         let objects: Vec<SchemaObject> = stmt
             .query_map([], |r| Ok(SchemaObject { kind: r.get(0)?, name: r.get(1)?, table: r.get(2)?, sql: r.get(3)? }))
             .and_then(|rows| rows.collect())
@@ -126,7 +126,7 @@ pub fn is_generated_view(sql: Option<&str>) -> bool {
 
 /// A direct table: the app's table itself, its columns besides `id`.
 fn read_direct_table(db: &Connection, name: &str, local: bool) -> Result<DataTable> {
-    let mut stmt = db.prepare("SELECT name FROM pragma_table_info(?1)").context("reading a direct table")?;
+    let mut stmt = db.prepare_cached("SELECT name FROM pragma_table_info(?1)").context("reading a direct table")?;
     let columns: Vec<String> = stmt
         .query_map([name], |r| r.get(0))
         .and_then(|rows| rows.collect())
@@ -136,7 +136,7 @@ fn read_direct_table(db: &Connection, name: &str, local: bool) -> Result<DataTab
 }
 
 fn read_data_table(db: &Connection, name: &str, row_type: &str, local: bool) -> Result<DataTable> {
-    let mut stmt = db.prepare("SELECT name FROM pragma_table_info(?1)").context("reading a data table")?;
+    let mut stmt = db.prepare_cached("SELECT name FROM pragma_table_info(?1)").context("reading a data table")?;
     let columns: Vec<String> = stmt
         .query_map([name], |r| r.get(0))
         .and_then(|rows| rows.collect())

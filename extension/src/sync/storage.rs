@@ -48,7 +48,7 @@ pub fn requested_buckets(db: &Connection) -> Result<Vec<(String, i64)>> {
 
 /// Names of all stored buckets.
 pub fn bucket_names(db: &Connection) -> Result<Vec<String>> {
-    let mut stmt = db.prepare("SELECT name FROM ps_buckets ORDER BY id").context("listing buckets")?;
+    let mut stmt = db.prepare_cached("SELECT name FROM ps_buckets ORDER BY id").context("listing buckets")?;
     let rows = stmt.query_map([], |r| r.get(0)).context("listing buckets")?;
     rows.collect::<rusqlite::Result<_>>().context("listing buckets")
 }
@@ -89,10 +89,10 @@ pub fn delete_buckets(db: &Connection, names: &[String]) -> Result<()> {
     if names.is_empty() {
         return Ok(());
     }
-    let mut find = db.prepare("SELECT id FROM ps_buckets WHERE name = ?1").context("deleting buckets")?;
-    let mut mark = db.prepare(MARK_BUCKET_ROWS_UPDATED).context("deleting buckets")?;
-    let mut ops = db.prepare("DELETE FROM ps_oplog WHERE bucket = ?1").context("deleting buckets")?;
-    let mut bucket = db.prepare("DELETE FROM ps_buckets WHERE id = ?1").context("deleting buckets")?;
+    let mut find = db.prepare_cached("SELECT id FROM ps_buckets WHERE name = ?1").context("deleting buckets")?;
+    let mut mark = db.prepare_cached(MARK_BUCKET_ROWS_UPDATED).context("deleting buckets")?;
+    let mut ops = db.prepare_cached("DELETE FROM ps_oplog WHERE bucket = ?1").context("deleting buckets")?;
+    let mut bucket = db.prepare_cached("DELETE FROM ps_buckets WHERE id = ?1").context("deleting buckets")?;
     for name in names {
         let Some(id) = find.query_row([name], |r| r.get::<_, i64>(0)).optional().context("deleting buckets")? else {
             continue;
@@ -155,7 +155,7 @@ pub fn record_sync(db: &Connection, priority: i32) -> Result<i64> {
 
 /// `ps_buckets` ids of the named buckets that exist.
 pub fn bucket_ids(db: &Connection, names: &[&str]) -> Result<Vec<i64>> {
-    let mut stmt = db.prepare("SELECT id FROM ps_buckets WHERE name = ?1").context("looking up buckets")?;
+    let mut stmt = db.prepare_cached("SELECT id FROM ps_buckets WHERE name = ?1").context("looking up buckets")?;
     let mut ids = Vec::with_capacity(names.len());
     for name in names {
         if let Some(id) = stmt.query_row([name], |r| r.get(0)).optional().context("looking up buckets")? {
@@ -211,7 +211,7 @@ pub fn mark_buckets_applied(db: &Connection, ids: &[i64], op_id: i64) -> Result<
         "UPDATE ps_buckets SET last_applied_op = ?2, last_op = ?2, oplite_pending_ops = {} WHERE id = ?1",
         crate::sync_local::pending_ops_above("?2")
     );
-    let mut stmt = db.prepare(&sql).context("recording a partial apply")?;
+    let mut stmt = db.prepare_cached(&sql).context("recording a partial apply")?;
     for id in ids {
         stmt.execute(params![id, op_id]).context("recording a partial apply")?;
     }

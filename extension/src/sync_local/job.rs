@@ -231,7 +231,7 @@ impl Apply {
                     .context(CONTEXT)?;
                 let mut used = 0;
                 if any {
-                    let mut stmt = db.prepare(UPDATED_ROWS).context(CONTEXT)?;
+                    let mut stmt = db.prepare_cached(UPDATED_ROWS).context(CONTEXT)?;
                     let mut rows = stmt.query([]).context(CONTEXT)?;
                     while let Some(row) = rows.next().context(CONTEXT)? {
                         write.row(row)?;
