@@ -40,7 +40,7 @@ pub struct Counters {
 /// Buckets to put in the stream request: (name, last_op), in rowid order.
 pub fn requested_buckets(db: &Connection) -> Result<Vec<(String, i64)>> {
     let mut stmt = db
-        .prepare("SELECT name, last_op FROM ps_buckets WHERE pending_delete = 0 ORDER BY id")
+        .prepare_cached("SELECT name, last_op FROM ps_buckets WHERE pending_delete = 0 ORDER BY id")
         .context("listing buckets")?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).context("listing buckets")?;
     rows.collect::<rusqlite::Result<_>>().context("listing buckets")
@@ -56,7 +56,7 @@ pub fn bucket_names(db: &Connection) -> Result<Vec<String>> {
 /// Progress counters of every stored bucket, by name.
 pub fn counters(db: &Connection) -> Result<HashMap<String, Counters>> {
     let mut stmt = db
-        .prepare("SELECT name, count_at_last, count_since_last FROM ps_buckets")
+        .prepare_cached("SELECT name, count_at_last, count_since_last FROM ps_buckets")
         .context("reading bucket counters")?;
     let rows = stmt
         .query_map([], |r| Ok((r.get(0)?, Counters { at_last: r.get(1)?, since_last: r.get(2)? })))
@@ -107,7 +107,7 @@ pub fn delete_buckets(db: &Connection, names: &[String]) -> Result<()> {
 /// The stored checksum of every bucket, by name.
 pub fn checksums(db: &Connection) -> Result<HashMap<String, StoredChecksum>> {
     let mut stmt = db
-        .prepare("SELECT name, add_checksum, op_checksum FROM ps_buckets")
+        .prepare_cached("SELECT name, add_checksum, op_checksum FROM ps_buckets")
         .context("reading checksums")?;
     let rows = stmt
         .query_map([], |r| {
@@ -129,7 +129,7 @@ pub fn has_pending_uploads(db: &Connection) -> Result<bool> {
 /// `ps_sync_state` as priority statuses, ascending.
 pub fn sync_state(db: &Connection) -> Result<Vec<PriorityStatus>> {
     let mut stmt = db
-        .prepare("SELECT priority, CAST(last_synced_at AS INTEGER) FROM ps_sync_state ORDER BY priority")
+        .prepare_cached("SELECT priority, CAST(last_synced_at AS INTEGER) FROM ps_sync_state ORDER BY priority")
         .context("reading ps_sync_state")?;
     let rows = stmt
         .query_map([], |r| Ok(PriorityStatus { priority: r.get(0)?, last_synced_at: r.get(1)?, has_synced: true }))
@@ -177,7 +177,7 @@ pub fn mark_applied(db: &Connection, buckets: &[BucketChecksum<'_>], last_op_id:
     // checkpoint's buckets first, so that the second statement finds only
     // buckets the checkpoint does not name (usually none).
     let mut update = db
-        .prepare(&format!(
+        .prepare_cached(&format!(
             "UPDATE ps_buckets SET last_applied_op = ?2, last_op = ?2,
                count_at_last = ifnull(?3, count_at_last),
                count_since_last = CASE WHEN ?3 IS NULL THEN count_since_last ELSE 0 END,
@@ -191,14 +191,12 @@ pub fn mark_applied(db: &Connection, buckets: &[BucketChecksum<'_>], last_op_id:
     }
     // OR FAIL: multi-row updates then need no statement journal, which
     // spills to a temporary file past 64 KiB (seen with 1000 buckets).
-    db.execute(
-        &format!(
-            "UPDATE OR FAIL ps_buckets SET last_applied_op = last_op, oplite_pending_ops = {}
-              WHERE last_applied_op != last_op",
-            crate::sync_local::pending_ops_above("ps_buckets.last_op")
-        ),
-        [],
-    )
+    db.prepare_cached(&format!(
+        "UPDATE OR FAIL ps_buckets SET last_applied_op = last_op, oplite_pending_ops = {}
+          WHERE last_applied_op != last_op",
+        crate::sync_local::pending_ops_above("ps_buckets.last_op")
+    ))
+    .and_then(|mut s| s.execute([]))
     .context(CONTEXT)?;
     Ok(())
 }
@@ -221,7 +219,7 @@ pub fn mark_buckets_applied(db: &Connection, ids: &[i64], op_id: i64) -> Result<
 /// Sets `last_op` of the named buckets (those that exist).
 pub fn set_last_op(db: &Connection, names: &[&str], op_id: i64) -> Result<()> {
     let mut stmt = db
-        .prepare("UPDATE ps_buckets SET last_op = ?2 WHERE name = ?1")
+        .prepare_cached("UPDATE ps_buckets SET last_op = ?2 WHERE name = ?1")
         .context("recording a validated checkpoint")?;
     for name in names {
         stmt.execute(params![name, op_id]).context("recording a validated checkpoint")?;
