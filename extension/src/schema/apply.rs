@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rusqlite::{params_from_iter, Connection, Statement};
+use rusqlite::{params_from_iter, CachedStatement, Connection, Statement};
 
 use super::data_column::SkipDataGuard;
 use super::ddl::Layout;
@@ -201,7 +201,7 @@ impl DataTables {
 pub struct RowWriter<'c> {
     db: &'c Connection,
     tables: Arc<Tables>,
-    statements: HashMap<(u8, String), Statement<'c>>,
+    statements: HashMap<(u8, String), CachedStatement<'c>>,
     raw_statements: HashMap<(u8, String), Arc<RawStatement>>,
     _sync: SyncOperationGuard<'c>,
     _skip_data: Option<SkipDataGuard<'c>>,
@@ -217,10 +217,10 @@ impl<'c> RowWriter<'c> {
         let key = (kind, row_type.to_owned());
         if !self.statements.contains_key(&key) {
             let sql = sql();
-            let stmt = self.db.prepare(&sql).map_err(|e| OpliteError::sqlite(format!("preparing {sql}"), e))?;
+            let stmt = self.db.prepare_cached(&sql).map_err(|e| OpliteError::sqlite(format!("preparing {sql}"), e))?;
             self.statements.insert(key.clone(), stmt);
         }
-        self.statements.get_mut(&key).ok_or_else(|| OpliteError::Internal("statement cache".into()))
+        self.statements.get_mut(&key).map(|s| &mut **s).ok_or_else(|| OpliteError::Internal("statement cache".into()))
     }
 
     /// Makes the row (row_type, id) hold `data` (JSON object text from the

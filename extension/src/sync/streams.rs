@@ -257,7 +257,7 @@ impl StreamsRequest {
         if db.query_row(SQL_ANY_OUTDATED, [now], |r| r.get::<_, bool>(0)).context(CONTEXT)? {
             db.execute(SQL_DELETE_OUTDATED, [now]).context(CONTEXT)?;
         }
-        let mut stmt = db.prepare(SQL_EXPLICIT).context(CONTEXT)?;
+        let mut stmt = db.prepare_cached(SQL_EXPLICIT).context(CONTEXT)?;
         let rows = stmt
             .query_map([], |r| {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<i32>>(3)?))
@@ -281,7 +281,7 @@ pub fn extend_ttl(db: &Connection, streams: &[StreamKey]) -> Result<()> {
         return Ok(());
     }
     let now = now_micros(db)?;
-    let mut stmt = db.prepare(SQL_EXTEND_TTL).context("extending stream subscriptions")?;
+    let mut stmt = db.prepare_cached(SQL_EXTEND_TTL).context("extending stream subscriptions")?;
     for key in streams {
         stmt.execute(params![key.name, key.params.as_str(), now]).context("extending stream subscriptions")?;
     }
@@ -421,7 +421,7 @@ impl Row {
 
 fn rows(db: &Connection) -> Result<Vec<Row>> {
     const CONTEXT: &str = "reading stream subscriptions";
-    let mut stmt = db.prepare(SQL_ALL).context(CONTEXT)?;
+    let mut stmt = db.prepare_cached(SQL_ALL).context(CONTEXT)?;
     let raw = stmt
         .query_map([], |r| {
             Ok((
@@ -531,8 +531,8 @@ pub fn resolve(
         }
     }
 
-    let mut delete = db.prepare(SQL_DELETE).context(CONTEXT)?;
-    let mut update = db.prepare(SQL_SET_STATE).context(CONTEXT)?;
+    let mut delete = db.prepare_cached(SQL_DELETE).context(CONTEXT)?;
+    let mut update = db.prepare_cached(SQL_SET_STATE).context(CONTEXT)?;
     for local in &tracked {
         if local.row.ttl.is_none() && local.server.is_none() {
             delete.execute([local.row.id]).context(CONTEXT)?;
@@ -577,7 +577,7 @@ pub fn mark_synced(db: &Connection, streams: &mut [StreamStatus], priority: Opti
     if streams.is_empty() {
         return Ok(());
     }
-    let mut stmt = db.prepare(SQL_MARK_SYNCED).context("recording stream sync times")?;
+    let mut stmt = db.prepare_cached(SQL_MARK_SYNCED).context("recording stream sync times")?;
     for stream in streams.iter().filter(|s| s.covered_by(priority)) {
         stmt.execute(params![stream.id, at]).context("recording stream sync times")?;
     }
