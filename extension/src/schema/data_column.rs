@@ -191,15 +191,35 @@ pub fn set_aside_app_objects<T>(db: &Connection, table: &str, body: impl FnOnce(
         run(db, &format!("DROP {} {name}", kind.to_uppercase()))?;
     }
     let value = body()?;
-    for (_, _, sql) in &objects {
-        run(db, sql)?;
+    for (name, _, sql) in &objects {
+        run(db, &recreate_sql(name, sql))?;
     }
     Ok(value)
+}
+
+/// The statement that makes `sql` (from `sqlite_master`) again as `name`'s
+/// schema had it. SQLite stores a TEMP trigger's text as `CREATE TRIGGER`
+/// (it drops TEMP when it stores the statement), and that text, run
+/// again, would make a trigger in main, whose body resolves names in main
+/// and no longer sees the app's TEMP tables.
+fn recreate_sql(name: &str, sql: &str) -> String {
+    match (name.starts_with("temp."), sql.strip_prefix("CREATE TRIGGER ")) {
+        (true, Some(rest)) => format!("CREATE TEMP TRIGGER {rest}"),
+        _ => sql.to_owned(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temp_triggers_are_made_again_as_temp_triggers() {
+        let stored = "CREATE TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; END";
+        assert_eq!(recreate_sql("temp.\"t\"", stored), "CREATE TEMP TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; END");
+        assert_eq!(recreate_sql("main.\"t\"", stored), stored);
+        assert_eq!(recreate_sql("main.\"i\"", "CREATE INDEX i ON x(a)"), "CREATE INDEX i ON x(a)");
+    }
 
     #[test]
     fn definition_and_recognition() {
