@@ -32,7 +32,7 @@ use super::quote::identifier;
 use super::raw::load_raw_tables;
 use super::rows;
 use crate::error::{OpliteError, Result, SqliteResultExt};
-use crate::sqlite::{client_data, ClientDataKey, ScopeCounter, ScopeGuard};
+use crate::sqlite::{client_data, CachedSql, ClientDataKey, ScopeCounter, ScopeGuard};
 
 /// SQL: a row of an unknown type.
 const PUT_UNTYPED: &str = "INSERT OR REPLACE INTO ps_untyped(type, id, data) VALUES (?1, ?2, ?3)";
@@ -69,8 +69,69 @@ struct SyncedTable {
 
 #[derive(Debug, Default)]
 struct Tables {
-    synced: HashMap<String, SyncedTable>,
+    synced: Arc<HashMap<String, SyncedTable>>,
     raw: HashMap<String, RawTable>,
+}
+
+/// SQL: the schema cookies of the main and temp databases, which SQLite
+/// bumps on every schema change, by any connection.
+const SCHEMA_VERSIONS: [&str; 2] = ["PRAGMA main.schema_version", "PRAGMA temp.schema_version"];
+
+/// The synced tables a connection read last, and the schema versions it
+/// read them at: a small checkpoint's apply reused them instead of reading
+/// `sqlite_master` again (an eighth of a one-op checkpoint's instructions).
+#[derive(Default)]
+struct LastRead(std::sync::Mutex<Option<((i64, i64), Arc<HashMap<String, SyncedTable>>)>>);
+
+static LAST_READ: ClientDataKey<LastRead> = ClientDataKey::new(c"oplite.synced_tables");
+
+/// The synced data tables as installed, read again only when the schema
+/// has changed.
+fn synced_tables(db: &Connection) -> Result<Arc<HashMap<String, SyncedTable>>> {
+    let version = |sql| db.query_row_cached(sql, [], |r| r.get::<_, i64>(0)).context("reading the schema version");
+    let versions = (version(SCHEMA_VERSIONS[0])?, version(SCHEMA_VERSIONS[1])?);
+    let last = client_data(db, &LAST_READ);
+    let mut last = last.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, tables)) = last.as_ref().filter(|(at, _)| *at == versions) {
+        return Ok(tables.clone());
+    }
+    let tables = Arc::new(read_synced_tables(db)?);
+    *last = Some((versions, tables.clone()));
+    Ok(tables)
+}
+
+fn read_synced_tables(db: &Connection) -> Result<HashMap<String, SyncedTable>> {
+    let installed = Installed::read(db)?;
+    // The SDKs' diff triggers are TEMP triggers on the main table.
+    let mut stmt = db.prepare_cached(TEMP_TRIGGER_TABLES).context("reading temporary triggers")?;
+    let temp_triggers: Vec<String> =
+        stmt.query_map([], |r| r.get(0)).and_then(|rows| rows.collect()).context("reading temporary triggers")?;
+    let mut synced_tables = HashMap::new();
+    for table in installed.data_tables.iter().filter(|t| !t.local) {
+        let on_table = |o: &&SchemaObject| o.table.eq_ignore_ascii_case(&table.name);
+        // A direct table's own upload triggers do nothing during sync.
+        let own_triggers = if table.layout == Layout::Direct { direct::trigger_names(&table.name).to_vec() } else { Vec::new() };
+        let app_trigger =
+            |o: &&SchemaObject| o.kind == "trigger" && !own_triggers.iter().any(|n| n.eq_ignore_ascii_case(&o.name));
+        let app_triggers = installed.objects.iter().filter(on_table).any(|o| app_trigger(&o))
+            || temp_triggers.iter().any(|t| t.eq_ignore_ascii_case(&table.name));
+        let ours = format!("{}__", table.name.to_lowercase());
+        let app_indexes = installed.data_indexes().filter(on_table).any(|o| !o.name.to_lowercase().starts_with(&ours));
+        let synced = SyncedTable {
+            name: table.name.clone(),
+            layout: table.layout,
+            columns: table.columns.clone(),
+            app_triggers,
+            observed: app_triggers || app_indexes,
+        };
+        // A direct table of the type wins over a leftover data table of
+        // the same type, as in the reference core.
+        let leftover = synced_tables.get(&table.row_type).is_some_and(|t: &SyncedTable| t.layout == Layout::Direct);
+        if !leftover {
+            synced_tables.insert(table.row_type.clone(), synced);
+        }
+    }
+    Ok(synced_tables)
 }
 
 /// The synced tables as installed, loaded once per apply.
@@ -80,40 +141,11 @@ pub struct DataTables {
 }
 
 impl DataTables {
-    /// Reads the synced data tables from `sqlite_master` and the raw tables
-    /// recorded by the last `powersync_replace_schema`.
+    /// The synced data tables from `sqlite_master` (read again only after a
+    /// schema change) and the raw tables recorded by the last
+    /// `powersync_replace_schema`.
     pub fn load(db: &Connection) -> Result<DataTables> {
-        let installed = Installed::read(db)?;
-        // The SDKs' diff triggers are TEMP triggers on the main table.
-        let mut stmt = db.prepare_cached(TEMP_TRIGGER_TABLES).context("reading temporary triggers")?;
-        let temp_triggers: Vec<String> =
-            stmt.query_map([], |r| r.get(0)).and_then(|rows| rows.collect()).context("reading temporary triggers")?;
-        let mut tables = Tables::default();
-        for table in installed.data_tables.iter().filter(|t| !t.local) {
-            let on_table = |o: &&SchemaObject| o.table.eq_ignore_ascii_case(&table.name);
-            // A direct table's own upload triggers do nothing during sync.
-            let own_triggers = if table.layout == Layout::Direct { direct::trigger_names(&table.name).to_vec() } else { Vec::new() };
-            let app_trigger = |o: &&SchemaObject| {
-                o.kind == "trigger" && !own_triggers.iter().any(|n| n.eq_ignore_ascii_case(&o.name))
-            };
-            let app_triggers = installed.objects.iter().filter(on_table).any(|o| app_trigger(&o))
-                || temp_triggers.iter().any(|t| t.eq_ignore_ascii_case(&table.name));
-            let ours = format!("{}__", table.name.to_lowercase());
-            let app_indexes = installed.data_indexes().filter(on_table).any(|o| !o.name.to_lowercase().starts_with(&ours));
-            let synced = SyncedTable {
-                name: table.name.clone(),
-                layout: table.layout,
-                columns: table.columns.clone(),
-                app_triggers,
-                observed: app_triggers || app_indexes,
-            };
-            // A direct table of the type wins over a leftover data table of
-            // the same type, as in the reference core.
-            let leftover = tables.synced.get(&table.row_type).is_some_and(|t| t.layout == Layout::Direct);
-            if !leftover {
-                tables.synced.insert(table.row_type.clone(), synced);
-            }
-        }
+        let mut tables = Tables { synced: synced_tables(db)?, raw: HashMap::new() };
         for raw in load_raw_tables(db)? {
             tables.raw.insert(raw.name.clone(), raw);
         }
