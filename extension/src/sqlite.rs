@@ -44,7 +44,7 @@ pub use borrowing::{BorrowingStatement, Param};
 pub use connection_data::{client_data, install_change_hooks, ChangeObserver, ClientDataKey, ScopeCounter, ScopeGuard};
 pub use row_function::{register_row_function, RowSource};
 use shared_connection::CallConnection;
-pub use shared_connection::{register_pre_close, PRE_CLOSE_TABLE};
+pub use shared_connection::{register_pre_close, CachedSql, PRE_CLOSE_TABLE};
 pub use vtab::{register_write_only_table, WriteOnlyTable};
 
 /// The body of a scalar SQL function: the connection it runs on and its

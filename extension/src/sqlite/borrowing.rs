@@ -24,6 +24,17 @@ pub enum Param<'a> {
     Text(Option<&'a str>),
 }
 
+/// Bound the usual way (copied) where a statement is rusqlite's own.
+impl rusqlite::ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        match *self {
+            Param::Int(v) => Ok(v.into()),
+            Param::Text(Some(text)) => Ok(text.into()),
+            Param::Text(None) => Ok(rusqlite::types::Null.into()),
+        }
+    }
+}
+
 /// A statement prepared on a connection, run with borrowed parameters.
 pub struct BorrowingStatement<'c> {
     db: *mut ffi::sqlite3,

@@ -20,8 +20,7 @@ use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::ptr;
 
-use rusqlite::ffi;
-use rusqlite::Connection;
+use rusqlite::{ffi, Connection, Params, Row};
 
 use super::{create_module, free_boxed, EPONYMOUS_MODULE};
 use crate::error::{OpliteError, Result};
@@ -94,6 +93,39 @@ impl Drop for CallConnection {
         if !shared.hooked.get() {
             shared.connection.flush_prepared_statement_cache();
         }
+    }
+}
+
+/// `execute` and `query_row` through the connection's statement cache.
+///
+/// rusqlite's own `Connection::execute` and `query_row` prepare the
+/// statement afresh each time; oplite's per-call statements use these
+/// instead. Only for fixed SQL: a text built per call would only push the
+/// fixed statements out of the cache.
+pub trait CachedSql {
+    /// Runs `sql` with `params`, returning the rows changed.
+    fn execute_cached<P: Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
+    /// The first row of `sql` with `params`, through `f`.
+    fn query_row_cached<T, P: Params, F: FnOnce(&Row<'_>) -> rusqlite::Result<T>>(
+        &self,
+        sql: &str,
+        params: P,
+        f: F,
+    ) -> rusqlite::Result<T>;
+}
+
+impl CachedSql for Connection {
+    fn execute_cached<P: Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+
+    fn query_row_cached<T, P: Params, F: FnOnce(&Row<'_>) -> rusqlite::Result<T>>(
+        &self,
+        sql: &str,
+        params: P,
+        f: F,
+    ) -> rusqlite::Result<T> {
+        self.prepare_cached(sql)?.query_row(params, f)
     }
 }
 

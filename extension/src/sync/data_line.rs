@@ -12,11 +12,12 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use rusqlite::{params, Connection, Statement};
+use rusqlite::{params, CachedStatement, Connection};
 
 use super::checksum::Checksum;
 use super::line::{DataLine, OpType, OplogEntry};
 use super::storage::{Counters, StoredChecksum, MARK_BUCKET_ROWS_UPDATED};
+use crate::sqlite::CachedSql;
 use crate::error::{Result, SqliteResultExt};
 use crate::sqlite::{BorrowingStatement, Param};
 
@@ -52,6 +53,11 @@ const UPDATE_BUCKET: &str = "UPDATE ps_buckets SET
        count_since_last = ?6, downloaded_size = downloaded_size + ?7,
        oplite_op_count = ?8, oplite_pending_ops = ?9
      WHERE id = ?1";
+
+/// SQL: [`insert_sql`] of one row.
+const INSERT_ONE: &str = "INSERT OR FAIL INTO ps_oplog(bucket, op_id, row_type, row_id, key, data, hash) VALUES (?,?,?,?,?,?,?)";
+/// Parameters of one op in [`insert_sql`].
+const PARAMS_PER_OP: usize = 7;
 
 fn insert_sql(rows: usize) -> String {
     // OR FAIL: a failing row keeps the rows before it, so SQLite needs no
@@ -136,7 +142,7 @@ impl KnownKeys {
             Entry::Occupied(known) => Ok(known.into_mut()),
             Entry::Vacant(slot) => {
                 let empty: bool = db
-                    .query_row("SELECT NOT EXISTS(SELECT 1 FROM ps_oplog WHERE bucket = ?1)", [bucket], |r| r.get(0))
+                    .query_row_cached("SELECT NOT EXISTS(SELECT 1 FROM ps_oplog WHERE bucket = ?1)", [bucket], |r| r.get(0))
                     .context(CONTEXT)?;
                 Ok(slot.insert(if empty { BucketKeys::Fresh(KeySet::default()) } else { BucketKeys::Unknown }))
             }
@@ -247,7 +253,7 @@ impl<'l, 'c> PendingPuts<'l, 'c> {
         if self.rows.is_empty() {
             return Ok(());
         }
-        let mut params = Vec::with_capacity(self.rows.len() * 7);
+        let mut params = Vec::with_capacity(self.rows.len() * PARAMS_PER_OP);
         for (op, key) in &self.rows {
             let (row_type, row_id, key) = if rowless(op) {
                 (None, None, None)
@@ -270,10 +276,13 @@ impl<'l, 'c> PendingPuts<'l, 'c> {
             }
             self.full.as_mut().expect("prepared above").execute(&params).context(CONTEXT)?;
         } else {
-            BorrowingStatement::prepare(self.db, &insert_sql(self.rows.len()))
-                .context(CONTEXT)?
-                .execute(&params)
-                .context(CONTEXT)?;
+            // A partial batch ends a line, and a small sync's line has one
+            // op: a cached one-row insert per op, not a statement prepared
+            // for this many rows (preparing was most of a one-op store).
+            let mut one = self.db.prepare_cached(INSERT_ONE).context(CONTEXT)?;
+            for row in params.chunks(PARAMS_PER_OP) {
+                one.execute(rusqlite::params_from_iter(row)).context(CONTEXT)?;
+            }
         }
         drop(params);
         self.rows.clear();
@@ -287,8 +296,8 @@ struct Superseded<'c> {
     db: &'c Connection,
     bucket: i64,
     /// Prepared on first use: lines into fresh buckets never look up.
-    of_row: Option<Statement<'c>>,
-    of_bucket: Option<Statement<'c>>,
+    of_row: Option<CachedStatement<'c>>,
+    of_bucket: Option<CachedStatement<'c>>,
 }
 
 impl Superseded<'_> {
@@ -311,14 +320,14 @@ impl Superseded<'_> {
         };
         if i64::try_from(row_candidates(key)).unwrap_or(i64::MAX) > ops.max(1) {
             if self.of_bucket.is_none() {
-                self.of_bucket = Some(self.db.prepare(DELETE_OP_OF_BUCKET).context(CONTEXT)?);
+                self.of_bucket = Some(self.db.prepare_cached(DELETE_OP_OF_BUCKET).context(CONTEXT)?);
             }
             let stmt = self.of_bucket.as_mut().expect("prepared above");
             take(&mut stmt.query(params![self.bucket, key]).context(CONTEXT)?)?;
             return Ok(removed);
         }
         if self.of_row.is_none() {
-            self.of_row = Some(self.db.prepare(DELETE_OP_OF_ROW).context(CONTEXT)?);
+            self.of_row = Some(self.db.prepare_cached(DELETE_OP_OF_ROW).context(CONTEXT)?);
         }
         let (bucket, stmt) = (self.bucket, self.of_row.as_mut().expect("prepared above"));
         rows_of_key(key, |row_type, row_id| take(&mut stmt.query(params![row_type, row_id, bucket, key]).context(CONTEXT)?))?;
@@ -329,7 +338,7 @@ impl Superseded<'_> {
 /// Stores the ops of one data line. `size` is the line's length in bytes.
 pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known: &mut KnownKeys) -> Result<StoredLine> {
     let (bucket, mut sums, mut counters, mut last_applied_op, mut op_count, mut pending_ops) = db
-        .query_row(UPSERT_BUCKET, [&*line.bucket], |r| {
+        .query_row_cached(UPSERT_BUCKET, [&*line.bucket], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 StoredChecksum { add: Checksum::from_i64(r.get(1)?), op: Checksum::from_i64(r.get(2)?) },
@@ -415,7 +424,7 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
                 // before can have put the row in the app's tables.
                 if removed.is_some() && last_applied_op > 0 {
                     if mark_row.is_none() {
-                        mark_row = Some(db.prepare(MARK_ROW_UPDATED).context(CONTEXT)?);
+                        mark_row = Some(db.prepare_cached(MARK_ROW_UPDATED).context(CONTEXT)?);
                     }
                     mark_row
                         .as_mut()
@@ -427,8 +436,8 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
             OpType::MOVE => sums.add += op.checksum,
             OpType::CLEAR => {
                 puts.flush()?;
-                db.execute(MARK_BUCKET_ROWS_UPDATED, [bucket]).context(CONTEXT)?;
-                db.execute("DELETE FROM ps_oplog WHERE bucket = ?1", [bucket]).context(CONTEXT)?;
+                db.execute_cached(MARK_BUCKET_ROWS_UPDATED, [bucket]).context(CONTEXT)?;
+                db.execute_cached("DELETE FROM ps_oplog WHERE bucket = ?1", [bucket]).context(CONTEXT)?;
                 sums = StoredChecksum { add: op.checksum, op: Checksum(0) };
                 cleared = true;
                 last_applied_op = 0;
@@ -440,7 +449,7 @@ pub fn store_data_line(db: &Connection, line: &DataLine<'_>, size: usize, known:
     puts.flush()?;
     counters.since_last += line.data.len() as i64;
     let last_op = line.data.last().map(|op| op.op_id);
-    db.execute(
+    db.execute_cached(
         UPDATE_BUCKET,
         params![
             bucket,
@@ -544,6 +553,8 @@ mod tests {
 
     #[test]
     fn insert_sql_has_seven_parameters_per_row() {
+        assert_eq!(insert_sql(1), INSERT_ONE);
+        assert_eq!(INSERT_ONE.matches('?').count(), PARAMS_PER_OP);
         let sql = insert_sql(3);
         assert_eq!(sql.matches('?').count(), 21);
         assert!(sql.ends_with("(?,?,?,?,?,?,?)"));

@@ -10,6 +10,7 @@ use rusqlite::Connection;
 use serde::Serialize;
 
 use super::payload::Payload;
+use crate::sqlite::CachedSql;
 use crate::error::{Result, SqliteResultExt};
 use crate::kv;
 
@@ -64,7 +65,7 @@ pub fn next(db: &Connection) -> Result<Option<i64>> {
     if kv::int(db, kv::LAST_REQUESTED)?.is_none() {
         return Ok(None);
     }
-    db.query_row(
+    db.query_row_cached(
         "UPDATE ps_kv SET value = CAST(value AS INTEGER) + 1 WHERE key = ?1 RETURNING CAST(value AS INTEGER)",
         [kv::LAST_REQUESTED],
         |r| r.get(0),

@@ -10,6 +10,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::checksum::Checksum;
 use super::line::BucketChecksum;
 use super::status::PriorityStatus;
+use crate::sqlite::CachedSql;
 use crate::error::{Result, SqliteResultExt};
 
 /// A bucket's stored checksum halves.
@@ -122,7 +123,7 @@ pub fn checksums(db: &Connection) -> Result<HashMap<String, StoredChecksum>> {
 
 /// True when the upload queue holds entries.
 pub fn has_pending_uploads(db: &Connection) -> Result<bool> {
-    db.query_row("SELECT EXISTS(SELECT 1 FROM ps_crud)", [], |r| r.get(0))
+    db.query_row_cached("SELECT EXISTS(SELECT 1 FROM ps_crud)", [], |r| r.get(0))
         .context("checking the upload queue")
 }
 
@@ -144,11 +145,11 @@ pub fn record_sync(db: &Connection, priority: i32) -> Result<i64> {
     // SQLite's clock, at millisecond resolution like the reference core; it
     // works the same in the browser, where std's clock is unavailable.
     let now: i64 = db
-        .query_row("SELECT CAST(unixepoch('subsec') * 1000 AS INTEGER) * 1000", [], |r| r.get(0))
+        .query_row_cached("SELECT CAST(unixepoch('subsec') * 1000 AS INTEGER) * 1000", [], |r| r.get(0))
         .context("reading the clock")?;
-    db.execute("DELETE FROM ps_sync_state WHERE priority <= ?1", [priority])
+    db.execute_cached("DELETE FROM ps_sync_state WHERE priority <= ?1", [priority])
         .context("recording the sync")?;
-    db.execute("INSERT INTO ps_sync_state(priority, last_synced_at) VALUES (?1, ?2)", params![priority, now])
+    db.execute_cached("INSERT INTO ps_sync_state(priority, last_synced_at) VALUES (?1, ?2)", params![priority, now])
         .context("recording the sync")?;
     Ok(now)
 }

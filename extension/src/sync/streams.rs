@@ -39,6 +39,7 @@ use serde_json::value::RawValue;
 
 use super::line::{BucketChecksum, BucketSubscription, ErrorSource, StreamDescription};
 use super::payload::invalid_argument;
+use crate::sqlite::CachedSql;
 use crate::error::{OpliteError, Result, SqliteResultExt};
 
 /// TTL of an explicit subscription when the app names none: one day.
@@ -105,7 +106,7 @@ const SQL_MARK_SYNCED: &str = "UPDATE ps_stream_subscriptions SET last_synced_at
 
 /// The current time in microseconds since the epoch.
 pub fn now_micros(db: &Connection) -> Result<i64> {
-    db.query_row(SQL_NOW_MICROS, [], |r| r.get(0)).context("reading the clock")
+    db.query_row_cached(SQL_NOW_MICROS, [], |r| r.get(0)).context("reading the clock")
 }
 
 /// JSON text kept as it was written, serialised verbatim.
@@ -209,11 +210,11 @@ pub fn apply_change(db: &Connection, payload: &str) -> Result<()> {
             }
             let ttl = ttl.map_or(DEFAULT_TTL_SECONDS, |t| t as i64);
             let expires_at = now_micros(db)? + ttl * 1_000_000;
-            db.execute(SQL_SUBSCRIBE, params![stream.name, stream.params.as_str(), priority, ttl, expires_at])
+            db.execute_cached(SQL_SUBSCRIBE, params![stream.name, stream.params.as_str(), priority, ttl, expires_at])
                 .context("subscribing to a stream")?;
         }
         SubscriptionChange::Unsubscribe(stream) => {
-            db.execute(SQL_UNSUBSCRIBE, params![stream.name, stream.params.as_str()])
+            db.execute_cached(SQL_UNSUBSCRIBE, params![stream.name, stream.params.as_str()])
                 .context("unsubscribing from a stream")?;
         }
     }
@@ -254,8 +255,8 @@ impl StreamsRequest {
     pub fn prune_and_list(db: &Connection, include_defaults: bool) -> Result<(Self, Vec<i64>)> {
         const CONTEXT: &str = "listing stream subscriptions";
         let now = now_micros(db)?;
-        if db.query_row(SQL_ANY_OUTDATED, [now], |r| r.get::<_, bool>(0)).context(CONTEXT)? {
-            db.execute(SQL_DELETE_OUTDATED, [now]).context(CONTEXT)?;
+        if db.query_row_cached(SQL_ANY_OUTDATED, [now], |r| r.get::<_, bool>(0)).context(CONTEXT)? {
+            db.execute_cached(SQL_DELETE_OUTDATED, [now]).context(CONTEXT)?;
         }
         let mut stmt = db.prepare_cached(SQL_EXPLICIT).context(CONTEXT)?;
         let rows = stmt
@@ -516,7 +517,7 @@ pub fn resolve(
             }
         }
         if !known && stream.is_default {
-            let id: i64 = db.query_row(SQL_CREATE_DEFAULT, [&stream.name], |r| r.get(0)).context(CONTEXT)?;
+            let id: i64 = db.query_row_cached(SQL_CREATE_DEFAULT, [&stream.name], |r| r.get(0)).context(CONTEXT)?;
             let row = Row {
                 id,
                 name: stream.name.clone(),

@@ -19,6 +19,7 @@ use rusqlite::{named_params, Connection};
 use super::from_scratch;
 use super::{scope_stats, strategy, ApplyReport, Decision, RowSink, ApplyWriter, Scope, ScopeStats, Setting, Strategy};
 use super::{INCREMENTAL, INCREMENTAL_BUCKETS, ORDERED_CHUNK_BYTES, UPDATED_ROWS};
+use crate::sqlite::CachedSql;
 use crate::error::{Result, SqliteResultExt};
 use crate::schema::RawTable;
 
@@ -227,7 +228,7 @@ impl Apply {
                 // query (measured with callgrind, 1M-row single_op bench:
                 // see docs/benchmarks.md).
                 let any = db
-                    .query_row("SELECT EXISTS(SELECT 1 FROM ps_updated_rows)", [], |r| r.get::<_, bool>(0))
+                    .query_row_cached("SELECT EXISTS(SELECT 1 FROM ps_updated_rows)", [], |r| r.get::<_, bool>(0))
                     .context(CONTEXT)?;
                 let mut used = 0;
                 if any {
@@ -258,7 +259,7 @@ impl Apply {
                 // The rows held are written before the marks go.
                 write.write_held()?;
                 if self.clear_updated {
-                    db.execute("DELETE FROM ps_updated_rows", []).context(CONTEXT)?;
+                    db.execute_cached("DELETE FROM ps_updated_rows", []).context(CONTEXT)?;
                 }
                 self.phase = Phase::Done;
                 Ok(0)

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{Connection, Row};
 
+use crate::sqlite::CachedSql;
 use crate::error::{Result, SqliteResultExt};
 use crate::schema::RawTable;
 pub use job::{Apply, Stage};
@@ -128,8 +129,8 @@ pub fn scope_stats(db: &Connection, scope: &Scope) -> Result<ScopeStats> {
         })
     };
     match scope.bucket_json() {
-        None => db.query_row(SCOPE_STATS, [], read),
-        Some(ids) => db.query_row(SCOPE_STATS_BUCKETS, [ids], read),
+        None => db.query_row_cached(SCOPE_STATS, [], read),
+        Some(ids) => db.query_row_cached(SCOPE_STATS_BUCKETS, [ids], read),
     }
     .context("reading sync_local stats")
 }
