@@ -70,7 +70,7 @@ use serde_json::{json, Value};
 
 #[path = "../bench_shared.rs"]
 mod bench_shared;
-use bench_shared::{remove_db, with_direct_tables, Reference};
+use bench_shared::{median, remove_db, with_direct_tables, Reference};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Engine {
@@ -295,19 +295,6 @@ fn parent(args: &[String]) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(&dir);
     print_table(&results, runs, &shape, schema);
     Ok(())
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(|a, b| a.total_cmp(b));
-    if values.is_empty() {
-        return 0.0;
-    }
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
 }
 
 fn median_run(samples: &[Run]) -> Run {

@@ -37,17 +37,20 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use oplite_test_data::lines::{checkpoint_complete, checkpoint_diff, data_line, encode};
-use oplite_test_data::server::ServerOp;
+use oplite_test_data::lines::encode;
 use oplite_test_data::stream::ROW_TYPE;
-use oplite_test_data::{BucketEntry, Encoding, Rng, StreamSpec};
+use oplite_test_data::{Encoding, StreamSpec};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
 #[path = "../bench_shared.rs"]
 mod bench_shared;
-use bench_shared::{remove_db, with_direct_tables, Reference};
+#[path = "../bench_stream.rs"]
+#[allow(dead_code)] // the reconnect and the round trip's echo are oplite-small's
+mod bench_stream;
+use bench_shared::{median, remove_db, with_direct_tables, Reference};
+use bench_stream::Stream;
 
 /// Every engine, in table order.
 const ENGINES: [&str; 5] = ["oplite", "oplite-direct", "reference", "reference-053", "reference-direct"];
@@ -167,16 +170,6 @@ fn parent(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
-}
-
 fn print_table(results: &BTreeMap<&str, Vec<Run>>, rows: u64, checkpoints: u64, max_ops: u64, runs: usize) {
     println!(
         "Steady state: {} synced rows, then {checkpoints} checkpoints of 1 to {max_ops} ops (80% updates, 10% new rows, \
@@ -213,81 +206,6 @@ fn print_table(results: &BTreeMap<&str, Vec<Run>>, rows: u64, checkpoints: u64, 
         );
     }
     println!("\nratios: the row's figure divided by the reference core's on the same kind of table (a direct table's by 0.5.4's direct table; 0.5.3 has none).");
-}
-
-/// The server side of the steady phase: each bucket's checksum, count and
-/// newest op, and which rows exist, so every checkpoint it writes is one
-/// a correct core accepts.
-struct Stream {
-    spec: StreamSpec,
-    entries: Vec<BucketEntry>,
-    last_op: Vec<i64>,
-    next_op: i64,
-    live: Vec<bool>,
-    rng: Rng,
-}
-
-impl Stream {
-    fn new(spec: StreamSpec, seed: u64) -> Stream {
-        let entries = spec.entries();
-        let last_op = (0..spec.buckets).map(|b| spec.op_ids(b, 0).last().unwrap_or(0) as i64).collect();
-        let live = vec![true; spec.row_count() as usize + 1];
-        Stream { next_op: spec.ops as i64 + 1, spec, entries, last_op, live, rng: Rng::new(seed) }
-    }
-
-    /// One checkpoint's lines, in the order a service sends them.
-    fn checkpoint(&mut self, max_ops: u64) -> Vec<Value> {
-        let count = 1 + self.rng.below(max_ops);
-        let mut by_bucket: BTreeMap<u64, Vec<ServerOp>> = BTreeMap::new();
-        for _ in 0..count {
-            let roll = self.rng.below(100);
-            let row = if roll < 10 {
-                self.live.push(true);
-                self.live.len() as u64 - 1
-            } else {
-                1 + self.rng.below(self.live.len() as u64 - 1)
-            };
-            let remove = (10..20).contains(&roll) && self.live[row as usize];
-            self.live[row as usize] = !remove;
-            let op_id = self.next_op;
-            self.next_op += 1;
-            let op = ServerOp {
-                op_id,
-                op: if remove { "REMOVE" } else { "PUT" },
-                object_type: Some(ROW_TYPE.to_owned()),
-                object_id: Some(format!("thisismyrowid{row}")),
-                subkey: None,
-                checksum: self.rng.next_u64() as u32,
-                data: (!remove).then(|| format!("{{\"n\":{op_id}}}")),
-            };
-            // A row stays in its bucket, so each new op supersedes the last.
-            by_bucket.entry(row % self.spec.buckets).or_default().push(op);
-        }
-        let mut data = Vec::new();
-        let mut updated = Vec::new();
-        for (bucket, ops) in &by_bucket {
-            let b = *bucket as usize;
-            let entry = &mut self.entries[b];
-            for op in ops {
-                entry.checksum = entry.checksum.wrapping_add(op.checksum);
-                entry.count += 1;
-            }
-            updated.push(entry.clone());
-            let after = self.last_op[b].to_string();
-            self.last_op[b] = ops.last().expect("a bucket in the map has ops").op_id;
-            let line = data_line(Encoding::Json, &entry.bucket, &after, false, ops);
-            data.push(serde_json::from_slice(&line).expect("data_line writes JSON"));
-        }
-        let last = self.next_op - 1;
-        let mut lines = vec![checkpoint_diff(last, None, &updated, &[])];
-        lines.extend(data);
-        lines.push(checkpoint_complete(last));
-        lines
-    }
-
-    fn live_rows(&self) -> u64 {
-        self.live.iter().skip(1).filter(|l| **l).count() as u64
-    }
 }
 
 fn child(args: &[String]) -> Result<(), String> {

@@ -67,9 +67,12 @@ struct SyncedTable {
     observed: bool,
 }
 
+/// Synced types and their tables, shared by the applies that read them.
+type Synced = Arc<HashMap<String, SyncedTable>>;
+
 #[derive(Debug, Default)]
 struct Tables {
-    synced: Arc<HashMap<String, SyncedTable>>,
+    synced: Synced,
     raw: HashMap<String, RawTable>,
 }
 
@@ -81,13 +84,13 @@ const SCHEMA_VERSIONS: [&str; 2] = ["PRAGMA main.schema_version", "PRAGMA temp.s
 /// read them at: a small checkpoint's apply reused them instead of reading
 /// `sqlite_master` again (an eighth of a one-op checkpoint's instructions).
 #[derive(Default)]
-struct LastRead(std::sync::Mutex<Option<((i64, i64), Arc<HashMap<String, SyncedTable>>)>>);
+struct LastRead(std::sync::Mutex<Option<((i64, i64), Synced)>>);
 
 static LAST_READ: ClientDataKey<LastRead> = ClientDataKey::new(c"oplite.synced_tables");
 
 /// The synced data tables as installed, read again only when the schema
 /// has changed.
-fn synced_tables(db: &Connection) -> Result<Arc<HashMap<String, SyncedTable>>> {
+fn synced_tables(db: &Connection) -> Result<Synced> {
     let version = |sql| db.query_row_cached(sql, [], |r| r.get::<_, i64>(0)).context("reading the schema version");
     let versions = (version(SCHEMA_VERSIONS[0])?, version(SCHEMA_VERSIONS[1])?);
     let last = client_data(db, &LAST_READ);
