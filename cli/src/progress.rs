@@ -215,15 +215,15 @@ impl Progress {
         }
     }
 
-    /// Whether the last status had a download in progress.
-    pub fn downloading(&self) -> bool {
-        self.last.downloading
-    }
-
     /// The download in progress, as (ops downloaded, ops it needs), if the
-    /// last status had one.
+    /// last status had one with ops in it. A checkpoint that needs no ops
+    /// is not one: it is what every reconnect gets when nothing changed
+    /// (after a token refresh, say), the engine reports it as downloading
+    /// until its `checkpoint_complete` arrives a line later, and a run that
+    /// ends between the two lines was not downloading anything.
     pub fn download(&self) -> Option<(u64, u64)> {
-        self.last.downloading.then_some((self.last.downloaded, self.last.total))
+        let ops = self.last.total.max(self.last.downloaded);
+        (self.last.downloading && ops > 0).then_some((self.last.downloaded, self.last.total))
     }
 
     /// Shows the bytes received so far.
@@ -276,6 +276,25 @@ mod tests {
         let synced = json!({"connected": true, "priority_status": [{"priority": 2147483647, "last_synced_at": 1, "has_synced": true}], "downloading": null});
         let s = StatusSummary::from_status(&synced);
         assert_eq!((s.downloading, s.has_synced), (false, true));
+    }
+
+    #[test]
+    fn a_checkpoint_that_needs_no_ops_is_no_download() {
+        // What the engine reports after a reconnect's `checkpoint` line when
+        // nothing changed since the applied one, before its
+        // `checkpoint_complete`.
+        let reconnect = json!({"connected": true, "connecting": false, "priority_status": [{"priority": 2147483647, "has_synced": true}],
+            "downloading": {"buckets": {"prio_3": {"priority": 3, "at_last": 0, "since_last": 0, "target_count": 0}}}});
+        let mut p = Progress::with_terminal(false, false);
+        p.status(&reconnect);
+        assert_eq!(p.download(), None);
+        let newer = json!({"connected": true, "priority_status": [],
+            "downloading": {"buckets": {"prio_3": {"priority": 3, "at_last": 500, "since_last": 0, "target_count": 1}}}});
+        p.status(&newer);
+        assert_eq!(p.download(), Some((0, 1)));
+        let applied = json!({"connected": true, "priority_status": [{"has_synced": true}], "downloading": null});
+        p.status(&applied);
+        assert_eq!(p.download(), None);
     }
 
     #[test]
