@@ -123,6 +123,14 @@ fn spawn(command: &mut Command) -> Child {
 /// Polls `db` until `query` (one integer) is positive; fails if the run
 /// ends first, or after a minute.
 fn wait_for(child: &mut Child, db: &Path, what: &str, query: &str) {
+    wait_until(child, what, || {
+        Connection::open(db).and_then(|c| c.query_row(query, [], |r| r.get::<_, i64>(0))).unwrap_or(0) > 0
+    });
+}
+
+/// Polls `done` until it holds; fails if the run ends first, or after a
+/// minute.
+fn wait_until(child: &mut Child, what: &str, done: impl Fn() -> bool) {
     let started = Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -132,8 +140,7 @@ fn wait_for(child: &mut Child, db: &Path, what: &str, query: &str) {
             panic!("the run ended ({status}) before {what}:\n{out}\n{err}");
         }
         assert!(started.elapsed() < Duration::from_secs(60), "not {what} within 60 s");
-        let found = Connection::open(db).and_then(|c| c.query_row(query, [], |r| r.get::<_, i64>(0))).unwrap_or(0);
-        if found > 0 {
+        if done() {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -155,6 +162,18 @@ fn after_last_sync(first: &str, db: &Path) -> String {
     format!("X s before the end{rest}")
 }
 
+/// A local write waiting for upload in a new database `db`: a run uploads
+/// it first and asks for write checkpoint 1.
+fn write_offline(db: &Path) {
+    let local = oplite_cli::Database::open(db).unwrap();
+    let put = LocalWrite::Put(oplite_cli::local::columns(json!({"title": "offline"})));
+    oplite_cli::local::write(local.conn(), "todos", "t1", &put).unwrap();
+}
+
+/// Positive once the checkpoint carrying write checkpoint 1 was applied
+/// and nothing is left to upload.
+const WRITE_CHECKPOINT_1_APPLIED: &str = "SELECT (SELECT CAST(value AS INTEGER) FROM ps_kv WHERE key = 'last_applied_checkpoint_request_id') = 1 AND NOT EXISTS (SELECT 1 FROM ps_crud)";
+
 /// A live run that synced and then sat idle: its timeout ends it with exit
 /// 0, and the summary says when it last synced and that nothing was under
 /// way. With -v each write-checkpoint step is logged once, though every
@@ -164,16 +183,9 @@ fn a_live_run_that_synced_stops_at_its_timeout_with_exit_0() {
     let dir = scratch("live-timeout-idle");
     let service = generated(500);
     let db = dir.join("app.db");
-    {
-        // A local write waiting for upload: the run uploads it first and
-        // asks for write checkpoint 1.
-        let local = oplite_cli::Database::open(&db).unwrap();
-        let put = LocalWrite::Put(oplite_cli::local::columns(json!({"title": "offline"})));
-        oplite_cli::local::write(local.conn(), "todos", "t1", &put).unwrap();
-    }
+    write_offline(&db);
     let mut child = spawn(&mut sync(&db, &["-v", "--timeout", LIVE_TIMEOUT, "--endpoint", &service.url(), "--token", "dev"]));
-    wait_for(&mut child, &db, "write checkpoint 1 was applied",
-        "SELECT (SELECT CAST(value AS INTEGER) FROM ps_kv WHERE key = 'last_applied_checkpoint_request_id') = 1 AND NOT EXISTS (SELECT 1 FROM ps_crud)");
+    wait_for(&mut child, &db, "write checkpoint 1 was applied", WRITE_CHECKPOINT_1_APPLIED);
     // Two more checkpoints, each carrying write checkpoint 1 again.
     for n in [7, 8] {
         service.put_row("thisisatable", &format!("thisismyrowid{n}"), json!({"n": n, "changed": true}));
@@ -183,6 +195,74 @@ fn a_live_run_that_synced_stops_at_its_timeout_with_exit_0() {
     let (code, first, stderr) = ended(child.wait_with_output().unwrap());
     assert_eq!(code, 0, "{first}\n{stderr}");
     assert_eq!(after_last_sync(&first, &db), "X s before the end; no download or upload was in progress");
+    let steps: Vec<&str> = stderr.lines().filter(|l| l.contains("write checkpoint")).collect();
+    assert_eq!(steps, ["write checkpoint 1 requested", "write checkpoint 1 confirmed: the checkpoint carrying it was applied"], "{stderr}");
+    assert_integrity_ok(&db);
+}
+
+/// The file `--token-command "cat FILE"` reads: the test decides when the
+/// command gives a new token. Replaced whole (rename), so a read never
+/// sees half a token.
+struct TokenFile(PathBuf);
+
+impl TokenFile {
+    /// A new token from `service`, valid for `ttl`.
+    fn put(&self, service: &TestService, ttl: Duration) {
+        let partial = self.0.with_extension("partial");
+        std::fs::write(&partial, service.issue_token(ttl)).unwrap();
+        std::fs::rename(&partial, &self.0).unwrap();
+    }
+
+    fn command(&self) -> String {
+        format!("cat '{}'", self.0.display())
+    }
+}
+
+/// The issue's own run, on the loopback service: live mode, tokens fetched
+/// again and again through `--token-command`, `-v`, `--timeout`. Each new
+/// token reconnects the stream, and every connection applies a checkpoint
+/// that carries the write checkpoint of the upload before. The timeout
+/// passes while the last connection's checkpoint, which needs no ops (the
+/// service held it after its `checkpoint` line), waits for its
+/// `checkpoint_complete`: nothing was being downloaded. Exit 0, the summary,
+/// and each write-checkpoint step logged once, not once per connection.
+#[test]
+fn a_live_run_reconnecting_for_new_tokens_stops_at_its_timeout_with_exit_0_and_logs_each_step_once() {
+    let dir = scratch("live-timeout-reconnecting");
+    let mut options = ServiceOptions::new(Dataset::Generated(StreamSpec::benchmark(500)));
+    // Keep-alives report the token's time left; with 30 s or less the
+    // engine asks for a new token at each one, and the run reconnects as
+    // soon as the command gives one.
+    options.keepalive = Duration::from_millis(250);
+    let service = TestService::start(options).unwrap();
+    let due_for_refresh = Duration::from_secs(30);
+    let tokens = TokenFile(dir.join("token"));
+    tokens.put(&service, due_for_refresh);
+    let db = dir.join("app.db");
+    write_offline(&db);
+    let mut child = spawn(&mut sync(&db, &["-v", "--timeout", LIVE_TIMEOUT, "--endpoint", &service.url(), "--token-command", &tokens.command()]));
+    wait_for(&mut child, &db, "write checkpoint 1 was applied", WRITE_CHECKPOINT_1_APPLIED);
+    let reconnect = |child: &mut Child, ttl: Duration| {
+        let streams = service.stats().streams;
+        tokens.put(&service, ttl);
+        wait_until(child, "a reconnect with the new token", || service.stats().streams > streams);
+    };
+    reconnect(&mut child, due_for_refresh);
+    reconnect(&mut child, due_for_refresh);
+    // The last token needs no refresh, so nothing moves the run off the
+    // held stream.
+    service.hold_next_checkpoint_after(0);
+    reconnect(&mut child, Duration::from_secs(3600));
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let (code, first, stderr) = ended(output);
+    assert_eq!(code, 0, "{first}\n{stderr}");
+    assert_eq!(after_last_sync(&first, &db), "X s before the end; no download or upload was in progress");
+    let connections = stdout.lines().find(|l| l.starts_with("  connections ")).unwrap_or_else(|| panic!("{stdout}"));
+    let counts: Vec<u64> = connections.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
+    let [opened, failed, refreshes] = counts[..] else { panic!("{connections}") };
+    assert_eq!((opened, failed), (4, 0), "{connections}");
+    assert!(refreshes >= 3, "{connections}");
     let steps: Vec<&str> = stderr.lines().filter(|l| l.contains("write checkpoint")).collect();
     assert_eq!(steps, ["write checkpoint 1 requested", "write checkpoint 1 confirmed: the checkpoint carrying it was applied"], "{stderr}");
     assert_integrity_ok(&db);
