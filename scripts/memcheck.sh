@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs a subset of oplite's integration tests under valgrind memcheck: the
 # tests that push hostile input through powersync_control (bad input, the
-# seeded fuzz bodies), the golden traces, migrations and upgrades. memcheck
+# seeded fuzz bodies), the golden traces, migrations and upgrades, and
+# connections closed after sessions (the statement cache freed). memcheck
 # sees the whole process, SQLite's C code and the FFI boundary included,
 # with no special build: it reuses the debug test binaries.
 #
@@ -14,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { apt-get install -y valgrind >/dev/null 2>&1 || { echo "valgrind is required"; exit 1; }; }
 
-tests=(bad_input bad_input_table golden init upgrade fuzz)
+tests=(bad_input bad_input_table golden init upgrade fuzz connection_close)
 args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
 mapfile -t bins < <(cargo test -p oplite "${args[@]}" --no-run \
