@@ -617,17 +617,15 @@ mod tests {
     }
 
     #[test]
-    fn control_runs_in_a_transaction_and_schema_degrades() {
+    fn control_runs_in_a_transaction_and_the_schema_applies() {
         let (dir, db) = scratch_database("engine");
         let start = db.control("start", Payload::Null).unwrap();
         assert!(start.iter().any(|i| matches!(i, Instruction::EstablishSyncStream { .. })));
         let stop = db.control("stop", Payload::Null).unwrap();
         assert!(stop.contains(&Instruction::CloseSyncStream { hide_disconnect: false }));
         assert!(db.conn().is_autocommit());
-        // Either the schema function exists (and accepts this) or the host
-        // reports that it does not.
-        let outcome = db.replace_schema(r#"{"tables":[]}"#).unwrap();
-        assert!(matches!(outcome, SchemaOutcome::Applied | SchemaOutcome::Unsupported));
+        // The host links oplite, which has powersync_replace_schema.
+        assert!(matches!(db.replace_schema(r#"{"tables":[]}"#).unwrap(), SchemaOutcome::Applied));
         assert!(!db.has_pending_uploads().unwrap());
         assert_eq!(db.target_checkpoint().unwrap(), None);
         std::fs::remove_dir_all(&dir).unwrap();
