@@ -46,8 +46,10 @@ use crate::sync_local::{self, ApplyReport, Scope, Setting};
 /// that remembers writes the database no longer has: a missing data line
 /// then fails the checksums and the buckets are downloaded again. So
 /// `start` writes `<random token>/0` here, every line and
-/// `completed_upload` checks it first, and every call that changes sync
-/// state writes `<token>/<n+1>` in its own transaction. A different token
+/// `completed_upload` checks it first, and every call that writes sync
+/// state writes `<token>/<n+1>` in its own transaction (a line that wrote
+/// no row, such as most `checkpoint_diff` lines, leaves nothing a rollback
+/// could take from the database). A different token
 /// means a later `start` elsewhere took over; the right token with another
 /// count means a transaction holding an earlier call was rolled back.
 /// Either way the iteration ends with an error instead of writing, and the
@@ -391,8 +393,12 @@ impl SyncClient {
 
     fn line(&mut self, db: &Connection, line: SyncLine<'_>, size: usize, out: &mut Vec<Instruction>) -> Result<()> {
         let iteration = self.iteration.as_mut().ok_or_else(no_iteration)?;
-        // Lines that change sync state (the others change nothing stored).
+        // Lines that may change stored sync state; whether this one did is
+        // told by the rows it changed. A line that changed none (most
+        // checkpoint_diff lines) needs no record: were its transaction
+        // rolled back, the database would still match the iteration.
         let changes_state = !matches!(line, SyncLine::TokenExpiresIn(_) | SyncLine::Unknown(_));
+        let changes_before = db.total_changes();
         // Diagnostics follow the status update, as in the reference.
         let mut diagnostics = Vec::new();
         // Since core 0.5.4 only some lines mark the status connected: a
@@ -520,7 +526,7 @@ impl SyncClient {
         };
         match close {
             None => {
-                if changes_state {
+                if changes_state && db.total_changes() != changes_before {
                     self.advance(db)?;
                 }
                 self.emit_status(out);
