@@ -61,8 +61,9 @@ build_054() {
   so=$cache/$key/libpowersync.so
   if [[ -s $so ]]; then echo "$so"; return; fi
   source scripts/lib.sh
-  # bindgen (powersync_sqlite_nostd's build) loads libclang.
-  [[ -n $(ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang*.so* 2>/dev/null) ]] || apt_install libclang-dev
+  # bindgen (powersync_sqlite_nostd's build) loads libclang itself, not
+  # libclang-cpp, which Debian installs beside other LLVM packages.
+  [[ -n $(ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so* 2>/dev/null) ]] || apt_install libclang-dev
   apt_ensure cc:gcc
   local cargo
   cargo=$(rust_196)
