@@ -6,11 +6,13 @@ Two kinds of check:
 - A code block right after a line `<!-- snippet: PATH -->` (in README.md,
   docs/*.md, examples/*/README.md) must appear, verbatim, in the file PATH:
   the docs show code that a test runs (the examples, cli/examples).
-- The README's own programs run as a user would run them, from a fresh
-  directory holding `dist/` (what scripts/package.sh builds): the Python
-  block with apsw, the JavaScript block with better-sqlite3, the apsw shell
-  session, and the SQL example, whose results are checked against what its
-  comments say.
+- The programs of the switching guide (docs/switching.md, "Your own
+  host") run as a user would run them, from a fresh directory holding
+  `dist/` (what scripts/package.sh builds): the Python block with apsw, the
+  JavaScript block with better-sqlite3, the apsw shell session, and the SQL
+  example, whose results are checked against what its comments say. Its
+  rusqlite block is cli/examples/load_extension.rs, which cli/tests/switching_guide.rs
+  compares and runs.
 
 Run it with a Python that has apsw, from the repository's root, after
 scripts/package.sh; NODE_PATH-style resolution of better-sqlite3 comes from
@@ -66,39 +68,42 @@ def run(argv, cwd, stdin=None):
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def readme_block(lang, contains=""):
-    found = [code for l, code, _ in blocks("README.md") if l == lang and contains in code]
+GUIDE = "docs/switching.md"
+
+
+def guide_block(lang, contains=""):
+    found = [code for l, code, _ in blocks(GUIDE) if l == lang and contains in code]
     if len(found) != 1:
-        check(f"README.md has one {lang} block{' with ' + contains if contains else ''}", False, f"found {len(found)}")
+        check(f"{GUIDE} has one {lang} block{' with ' + contains if contains else ''}", False, f"found {len(found)}")
         return None
     return found[0]
 
 
 def check_programs(work):
-    python = readme_block("python")
+    python = guide_block("python")
     if python is not None:
         code, out, err = run([sys.executable, "-c", python], work)
-        check("README's Python program prints oplite's version", code == 0 and out.startswith("oplite "), out + err)
+        check("the guide's Python program prints oplite's version", code == 0 and out.startswith("oplite "), out + err)
 
-    js = readme_block("js")
+    js = guide_block("js")
     if js is not None:
         with open(os.path.join(work, "app.mjs"), "w") as f:
             f.write(js)
         code, out, err = run(["node", "app.mjs"], work)
-        check("README's Node program prints oplite's version", code == 0 and out.startswith("oplite "), out + err)
+        check("the guide's Node program prints oplite's version", code == 0 and out.startswith("oplite "), out + err)
 
-    session = readme_block("text", "sqlite> .load")
+    session = guide_block("text", "sqlite> .load")
     if session is not None:
         commands = "".join(line[len("sqlite> "):] + "\n" for line in session.splitlines() if line.startswith("sqlite> "))
         code, out, err = run([sys.executable, "-m", "apsw", "shell.db"], work, stdin=commands + "SELECT oplite_version();\n")
-        check("README's apsw shell session loads oplite", code == 0 and not err and "oplite " in out, out + err)
+        check("the guide's apsw shell session loads oplite", code == 0 and not err and "oplite " in out, out + err)
 
 
 def check_sql_example(work):
     """The SQL example, statement by statement, with what its comments say."""
     import apsw
 
-    sql = readme_block("sql")
+    sql = guide_block("sql")
     if sql is None:
         return
     db = apsw.Connection(os.path.join(work, "sql.db"))
@@ -109,9 +114,9 @@ def check_sql_example(work):
         for statement in split_statements(sql):
             outputs.append((statement, db.execute(statement).fetchall()))
     except apsw.Error as e:
-        check("README's SQL example runs", False, f"{type(e).__name__}: {e}")
+        check("the guide's SQL example runs", False, f"{type(e).__name__}: {e}")
         return
-    check("README's SQL example runs", True)
+    check("the guide's SQL example runs", True)
     view = db.execute("SELECT description, done FROM todos").fetchall()
     check("its view holds the row it wrote", view == [("Milk", 0)], repr(view))
     crud = db.execute("SELECT data FROM ps_crud").fetchall()

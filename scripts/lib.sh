@@ -20,6 +20,25 @@ npm_lock_matches() {
     }' "$(realpath "$1")"
 }
 
+# Installs DIR's npm packages (npm ci from DIR/package-lock.json) unless
+# every devDependency of DIR/package.json is installed at its pinned
+# version: wasm/ (the web tests), wasm/reference/ (the API references).
+npm_ci_pinned() {
+  local dir=$1
+  if node -e '
+    const dir = process.argv[1];
+    const deps = require(`${dir}/package.json`).devDependencies;
+    for (const [name, version] of Object.entries(deps)) {
+      let have = null;
+      try { have = require(`${dir}/node_modules/${name}/package.json`).version; } catch {}
+      if (have !== version) process.exit(1);
+    }' "$(realpath "$dir")"; then
+    echo "npm packages in $dir already installed"
+  else
+    (cd "$dir" && npm ci --no-audit --no-fund)
+  fi
+}
+
 # Installs the Debian packages named "command:package" whose command is
 # missing (apt_ensure python3:python3 g++:g++).
 apt_ensure() {

@@ -12,6 +12,8 @@
 #   dist/npm/oplite-wasm-V.tgz             the web package, for `npm install`
 #   dist/npm/oplite-powersync-web-V.tgz    the web SDK adapter, for `npm install`
 #   dist/mobile/<target>/liboplite.a       the mobile static libraries
+#   dist/docs/oplite-wasm/index.html           API reference of oplite-wasm
+#   dist/docs/oplite-powersync-web/index.html  API reference of @oplite/powersync-web
 #   dist/SHA256SUMS
 #
 # The native artefacts are built with cargo as an ordinary user. The two npm
@@ -19,14 +21,19 @@
 # (it installs a browser Rust toolchain as root, see docs/web.md); the mobile
 # libraries need scripts/build-mobile.sh. What is not built is left out and
 # said so, and the script still succeeds: dist/ holds what there is.
+# The API references are rendered from the packages' .d.ts files by TypeDoc
+# (wasm/reference/, which pins it; npm ci there when it is missing), with
+# every warning an error: a reference that does not render fails the script.
+# Only without Node.js are they left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 
 build=1
 case "${1:-}" in
   "") ;;
   --no-build) build=0 ;;
-  -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "package.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
 esac
 
@@ -59,6 +66,18 @@ for pkg in wasm/pkg wasm/pkg-powersync-web; do
   fi
 done
 
+# The API references of the two web packages, from their .d.ts files (they
+# need no build); TypeDoc's warnings are errors (wasm/reference/base.json).
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  npm_ci_pinned wasm/reference >&2
+  for reference in oplite-wasm powersync-web; do
+    (cd wasm/reference && node node_modules/typedoc/bin/typedoc --options "$reference.json" --logLevel Warn) \
+      || { echo "package.sh: the API reference $reference did not render (above)" >&2; exit 1; }
+  done
+else
+  missing+=("dist/docs (Node.js and npm, for TypeDoc)")
+fi
+
 if compgen -G "target/mobile/dist/*/liboplite.a" >/dev/null; then
   for lib in target/mobile/dist/*/liboplite.a; do
     target=$(basename "$(dirname "$lib")")
@@ -72,5 +91,9 @@ fi
 
 (cd dist && find . -type f ! -name SHA256SUMS -printf '%P\n' | sort | xargs sha256sum >SHA256SUMS)
 echo "dist/:"
-(cd dist && find . -type f -printf '  %P  %s bytes\n' | sort)
+(cd dist && find . -type f ! -path './docs/*' -printf '  %P  %s bytes\n' | sort)
+for reference in dist/docs/*/; do
+  [[ -d $reference ]] || continue
+  echo "  ${reference#dist/}index.html  ($(find "$reference" -type f | wc -l) files)"
+done
 for m in "${missing[@]}"; do echo "left out: $m" >&2; done

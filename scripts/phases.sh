@@ -12,8 +12,18 @@
 #   - Node's test runner: `# pass N` / `# fail M` (TAP) or `ℹ pass N` / `ℹ fail M`;
 #   - a plain `N passed, M failed` line, optionally led by one word and a
 #     colon, which the project's own scripts print.
+# Of the passed checks, the closing table tells three parts apart:
+#   - the reference side: the ported upstream tests run against a reference
+#     core (cargo test lines named `reference`, `text_reference`,
+#     `bson_reference`, `reference_053`), which show the port is faithful
+#     rather than test oplite;
+#   - reruns: every check of a phase in RERUN_PHASES, the same tests again
+#     on ARM64, under valgrind, or in a standalone build;
+#   - oplite's own: the rest.
 #
 # Environment: PHASE_DIR, the folder for logs and results (set by phase_init).
+
+RERUN_PHASES=" arm64 memcheck standalone "
 
 phase_init() {
   PHASE_DIR=$1
@@ -22,9 +32,10 @@ phase_init() {
   export PHASE_DIR PHASE_START
 }
 
-# Counts the checks a log reports: prints "passed failed".
+# Counts the checks a log reports: prints "passed failed reference-side".
 phase_count() {
   awk '
+    /^test ([^ ]*::)?((text|bson)_)?reference(_053)? \.\.\. ok$/ { r++; next }
     /^ *test result: / { p += $4; f += $6; next }
     /^# pass [0-9]+$/ || /^ℹ pass [0-9]+$/ { p += $3; next }
     /^# fail [0-9]+$/ || /^ℹ fail [0-9]+$/ { f += $3; next }
@@ -32,7 +43,7 @@ phase_count() {
       line = substr($0, RSTART, RLENGTH); sub(/^[A-Za-z0-9_-]+: /, "", line)
       split(line, w, " "); p += w[1]; f += w[3]
     }
-    END { printf "%d %d\n", p, f }' "$1"
+    END { printf "%d %d %d\n", p, f, r }' "$1"
 }
 
 # Prints a line under the lock, so lanes do not interleave their output.
@@ -59,7 +70,7 @@ phase() {
   echo "$name $rc $wall $cpu $budget $counts" >"$PHASE_DIR/$name.result"
   {
     flock 9
-    printf '\n=== %s: %s in %ds (CPU %ds, budget %ds), checks: %s passed, %s failed\n' \
+    printf '\n=== %s: %s in %ds (CPU %ds, budget %ds), checks: %s passed, %s failed (%s of them the reference side)\n' \
       "$name" "$([[ $rc == 0 ]] && echo passed || echo "FAILED (exit $rc)")" "$wall" "$cpu" "$budget" ${counts}
     sed "s/^/[$name] /" "$log"
     printf '=== %s: end of log\n' "$name"
@@ -69,7 +80,7 @@ phase() {
 
 # Records a phase that did not run (skipped by a variable, or after a failure).
 phase_skip() {
-  echo "$1 skipped 0 0 $2 0 0" >"$PHASE_DIR/$1.result"
+  echo "$1 skipped 0 0 $2 0 0 0" >"$PHASE_DIR/$1.result"
   phase_say "=== $1: skipped ($3)"
 }
 
@@ -119,13 +130,17 @@ phase_failures() {
 # The closing table (one row a phase, in the order given) and the closing
 # line counting the checks of every phase. Fails if any phase failed.
 phase_summary() {
-  local total=$((SECONDS - PHASE_START)) name rc wall cpu budget p f sum_p=0 sum_f=0 bad=0
-  printf '\n| phase | result | time | CPU | budget | passed | failed |\n|---|---|---:|---:|---:|---:|---:|\n'
+  local total=$((SECONDS - PHASE_START)) name rc wall cpu budget p f r own rerun
+  local sum_p=0 sum_f=0 sum_own=0 sum_r=0 sum_rerun=0 bad=0
+  printf '\n| phase | result | time | CPU | budget | passed | oplite | reference side | reruns | failed |\n'
+  printf '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n'
   for name in "$@"; do
     if [[ ! -f $PHASE_DIR/$name.result ]]; then
-      printf '| %s | did not run | | | | | |\n' "$name"; bad=1; continue
+      printf '| %s | did not run | | | | | | | | |\n' "$name"; bad=1; continue
     fi
-    read -r _ rc wall cpu budget p f <"$PHASE_DIR/$name.result"
+    read -r _ rc wall cpu budget p f r <"$PHASE_DIR/$name.result"
+    if [[ $RERUN_PHASES == *" $name "* ]]; then rerun=$p r=0; else rerun=0; fi
+    own=$((p - r - rerun))
     local result=passed
     case $rc in
       0) ;;
@@ -135,10 +150,13 @@ phase_summary() {
       *) result="FAILED ($rc)"; bad=1; ((f > 0)) || f=1 ;;
     esac
     [[ $rc == skipped || $wall -le $budget ]] || result="$result, over budget"
-    printf '| %s | %s | %ss | %ss | %ss | %s | %s |\n' "$name" "$result" "$wall" "$cpu" "$budget" "$p" "$f"
-    sum_p=$((sum_p + p)) sum_f=$((sum_f + f))
+    printf '| %s | %s | %ss | %ss | %ss | %s | %s | %s | %s | %s |\n' \
+      "$name" "$result" "$wall" "$cpu" "$budget" "$p" "$own" "$r" "$rerun" "$f"
+    sum_p=$((sum_p + p)) sum_f=$((sum_f + f)) sum_own=$((sum_own + own)) sum_r=$((sum_r + r)) sum_rerun=$((sum_rerun + rerun))
   done
-  printf '| all | | %ds | | | %d | %d |\n\n' "$total" "$sum_p" "$sum_f"
+  printf '| all | | %ds | | | %d | %d | %d | %d | %d |\n\n' "$total" "$sum_p" "$sum_own" "$sum_r" "$sum_rerun" "$sum_f"
+  printf 'of the %d passed: %d check oplite, %d the reference side (the ported suite on a reference core), %d are reruns (%s)\n' \
+    "$sum_p" "$sum_own" "$sum_r" "$sum_rerun" "$(echo $RERUN_PHASES | sed 's/ /, /g')"
   phase_failures "$@"
   if ((total > 45 * 60)); then
     echo "warning: the run took $((total / 60)) minutes, past the 45-minute mark (CI's limit is 90; see docs/development.md)"

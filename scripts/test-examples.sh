@@ -8,7 +8,9 @@
 #   4. examples/web: npm install, then its test (the web SDK on oplite in
 #      headless Chromium, OPFS and IndexedDB)
 #   5. the README's programs and the docs' snippets (scripts/check-snippets.py,
-#      with apsw from PyPI in a virtual environment under target/)
+#      with apsw from PyPI in a virtual environment under target/), and
+#      docs/sql.md against what dist/'s liboplite.so registers
+#      (scripts/check-sql-docs.py, with the same apsw)
 # Needs the web packages (wasm/pkg, wasm/pkg-powersync-web) that
 # scripts/build-wasm-package.sh builds; scripts/package.sh builds the native
 # artefacts, or with --no-build (as scripts/test.sh passes, after its build
@@ -58,7 +60,7 @@ if [[ $web == 1 ]]; then
   (cd examples/web && npm install --no-audit --no-fund && OPLITE_CHROMIUM=$chromium node test.mjs) && outcome 0 || outcome 1 "examples/web"
 fi
 
-step "the README's programs and the docs' snippets (apsw in target/snippets-venv)"
+step "the README's programs, the docs' snippets and the SQL reference (apsw in target/snippets-venv)"
 venv=target/snippets-venv
 if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import apsw' 2>/dev/null; then
   # Debian's python3 makes virtual environments only with python3-venv.
@@ -67,6 +69,7 @@ if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import apsw' 2>/dev/n
   "$venv/bin/pip" install --quiet apsw
 fi
 "$venv/bin/python" scripts/check-snippets.py && outcome 0 || outcome 1 "the snippets"
+"$venv/bin/python" scripts/check-sql-docs.py dist/lib/liboplite.so && outcome 0 || outcome 1 "the SQL reference"
 
 step "done"
 echo "examples: $passed passed, ${#failed[@]} failed${failed[*]:+ (${failed[*]})}"

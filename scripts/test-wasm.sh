@@ -20,17 +20,7 @@ bash scripts/build-wasm-package.sh
 
 step "installing test dependencies (npm)"
 # npm ci only when an installed version differs from package.json's.
-if ! node -e '
-  const deps = require("./wasm/package.json").devDependencies;
-  for (const [name, version] of Object.entries(deps)) {
-    let have = null;
-    try { have = require(`./wasm/node_modules/${name}/package.json`).version; } catch {}
-    if (have !== version) process.exit(1);
-  }'; then
-  (cd wasm && npm ci --no-audit --no-fund)
-else
-  echo "npm packages already installed"
-fi
+npm_ci_pinned wasm
 
 step "type-checking oplite.d.ts (tsc --strict)"
 (cd wasm && node node_modules/typescript/bin/tsc -p tsconfig.json)

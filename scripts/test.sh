@@ -53,12 +53,14 @@ export OPLITE_RECORD_SESSIONS=$PWD/target/debug/record-sessions
 
 # Phase specs: "name budget-seconds skip-variable command" ("-": never skipped).
 native=(
-  "house 30 - python3 scripts/check-house.py && python3 scripts/check-one-build.py"
+  "house 30 - python3 scripts/check-house.py && python3 scripts/check-one-build.py && python3 scripts/check-links.py"
   "build 300 - cargo build --release --locked --manifest-path loadable/Cargo.toml &&
      cargo build --release -p oplite-test-server && cargo build -p oplite-wasm-native --bin record-sessions &&
      nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_powersync_init\$' &&
      nm -D --defined-only \$OPLITE_SO | grep -q ' sqlite3_oplite_init\$'"
-  "rust-tests 480 - cargo test-ext"
+  # The extension's reference (cargo doc) with warnings as errors: a missing
+  # doc comment or a broken intra-doc link fails the phase (about 6 s).
+  "rust-tests 480 - cargo test-ext && RUSTDOCFLAGS='-D warnings' cargo doc -p oplite --no-deps"
   "cli 180 - cargo test -p oplite-test-data -p oplite-test-server -p oplite-cli && cargo test -p oplite-wasm"
   "cipher 300 OPLITE_SKIP_CIPHER bash scripts/test-cipher.sh"
   "node-sdk 420 OPLITE_SKIP_NODE bash scripts/test-node.sh"

@@ -1,11 +1,12 @@
-//! The README's rusqlite example, compiled by `cargo test -p oplite-cli` and
-//! run by `tests/readme.rs`, which also checks that the README shows exactly
-//! the code between the markers. Loads `liboplite.so` (the path is the first
-//! argument) into rusqlite's bundled SQLite and prints the engine's version.
+//! The switching guide's rusqlite example (docs/switching.md), compiled by
+//! `cargo test -p oplite-cli` and run by `tests/switching_guide.rs`, which also
+//! checks that the guide shows exactly the code between the markers. Loads
+//! `liboplite.so` (the path is the first argument) into rusqlite's bundled
+//! SQLite and prints the engine's version.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).unwrap_or_else(|| "./target/release/liboplite.so".into());
-    // README begin
+    // guide begin
     // Cargo.toml: rusqlite = { version = "0.43", features = ["bundled", "load_extension"] }
     let conn = rusqlite::Connection::open_in_memory()?;
     // SAFETY: loading a library runs its code; load only one you trust.
@@ -17,6 +18,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     conn.execute_batch("BEGIN; SELECT powersync_init(); COMMIT;")?;
     let version: String = conn.query_row("SELECT powersync_rs_version()", [], |row| row.get(0))?;
     println!("oplite {version}");
-    // README end
+    // guide end
     Ok(())
 }

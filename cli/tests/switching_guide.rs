@@ -1,7 +1,8 @@
-//! The README's code, run: its rusqlite snippet is `examples/load_extension.rs`
-//! (between the `README begin` and `README end` markers, which this test
-//! compares with the README's ```rust block), run here against the loadable
-//! build, `$OPLITE_SO` or `target/release/liboplite.so`.
+//! The switching guide's Rust code, run: its rusqlite snippet (docs/switching.md,
+//! "Your own host") is `examples/load_extension.rs` between the `guide begin`
+//! and `guide end` markers, which this test compares with the guide's
+//! ```rust block, and runs against the loadable build, `$OPLITE_SO` or
+//! `target/release/liboplite.so`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,13 +29,13 @@ fn between<'a>(text: &'a str, begin: &str, end: &str) -> Vec<&'a str> {
 }
 
 #[test]
-fn the_readme_shows_the_rusqlite_example_as_it_is_compiled() {
-    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+fn the_switching_guide_shows_the_rusqlite_example_as_it_is_compiled() {
+    let guide = std::fs::read_to_string(workspace().join("docs/switching.md")).unwrap();
     let example = std::fs::read_to_string(workspace().join("cli/examples/load_extension.rs")).unwrap();
-    let shown = between(&readme, "```rust", "```");
+    let shown = between(&guide, "```rust", "```");
     let compiled: Vec<&str> =
-        between(&example, "// README begin", "// README end").iter().map(|l| l.strip_prefix("    ").unwrap_or(l)).collect();
-    assert_eq!(shown, compiled, "README.md's ```rust block must be examples/load_extension.rs's marked lines");
+        between(&example, "// guide begin", "// guide end").iter().map(|l| l.strip_prefix("    ").unwrap_or(l)).collect();
+    assert_eq!(shown, compiled, "docs/switching.md's ```rust block must be examples/load_extension.rs's marked lines");
 }
 
 #[test]
@@ -58,17 +59,17 @@ fn the_rusqlite_example_loads_oplite_and_prints_its_version() {
 }
 
 #[test]
-fn the_readme_sql_example_runs_as_shown() {
+fn the_switching_guide_sql_example_runs_as_shown() {
     let so = loadable();
-    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
-    let sql = between(&readme, "```sql", "```").join("\n");
+    let guide = std::fs::read_to_string(workspace().join("docs/switching.md")).unwrap();
+    let sql = between(&guide, "```sql", "```").join("\n");
     let conn = rusqlite::Connection::open_in_memory().unwrap();
     // SAFETY: the library is this workspace's own build.
     unsafe {
         conn.load_extension_enable().unwrap();
         conn.load_extension(&so, Some("sqlite3_oplite_init")).unwrap();
     }
-    conn.execute_batch(&sql).unwrap_or_else(|e| panic!("the README's SQL example failed: {e}\n{sql}"));
+    conn.execute_batch(&sql).unwrap_or_else(|e| panic!("the guide's SQL example failed: {e}\n{sql}"));
     let queued: String = conn.query_row("SELECT data FROM ps_crud", [], |r| r.get(0)).unwrap();
     let entry: serde_json::Value = serde_json::from_str(&queued).unwrap();
     assert_eq!((entry["op"].as_str(), entry["type"].as_str()), (Some("PUT"), Some("todos")));

@@ -83,7 +83,7 @@ pub struct CallContext {
 
 impl CallContext {
     /// The connection the function runs on, with its statement cache (see
-    /// [`shared_connection`]), looked up on first use.
+    /// `sqlite/shared_connection.rs`), looked up on first use.
     pub fn db(&self) -> Result<&Connection> {
         if let Some(call) = self.connection.get() {
             return Ok(call.connection());
@@ -537,10 +537,41 @@ unsafe fn entry_point(db: *mut ffi::sqlite3, pz_err_msg: *mut *mut c_char, _p_ap
     unsafe { init_connection(db, pz_err_msg) }
 }
 
-/// oplite's own entry point, for `load_extension('liboplite', 'sqlite3_oplite_init')`.
+/// oplite's own SQLite extension entry point: registers oplite on one
+/// connection, as [`register`](crate::register) does.
+///
+/// Exported from every build under this name (C declaration in
+/// `include/oplite.h`). A host loading `liboplite.so` names it in
+/// `load_extension`; a program linking the static library can pass it to
+/// `sqlite3_auto_extension` itself or call it on an open connection.
+///
+/// ```text
+/// sqlite> .load ./dist/lib/liboplite sqlite3_oplite_init
+/// ```
+///
+/// # Arguments
+///
+/// - `db`: the open connection to register oplite on.
+/// - `pz_err_msg`: where to put an error message, or null. On failure it
+///   receives a message allocated with `sqlite3_malloc`, which the caller
+///   frees with `sqlite3_free` (SQLite does when it called the entry point).
+/// - `p_api`: SQLite's routine table for extensions. The loadable build
+///   calls SQLite through it and fails with `SQLITE_ERROR` when it is null
+///   or its SQLite is older than 3.45.3; the builds that link SQLite ignore
+///   it (it may be null).
+///
+/// # Returns
+///
+/// `SQLITE_OK` (0), or the SQLite result code of the failure with the
+/// message in `*pz_err_msg`: `SQLITE_MISUSE` for a SQLite older than
+/// [`MIN_SQLITE_VERSION`](crate::MIN_SQLITE_VERSION), the code of
+/// [`OpliteError::code`] otherwise.
 ///
 /// # Safety
-/// Called by SQLite with an open connection and its routine table.
+///
+/// `db` must be an open connection, `pz_err_msg` null or valid for writing
+/// a pointer, and `p_api` null or the routine table of the SQLite that
+/// opened `db`, as SQLite passes them to an extension entry point.
 #[no_mangle]
 pub unsafe extern "C" fn sqlite3_oplite_init(
     db: *mut ffi::sqlite3,
@@ -550,10 +581,17 @@ pub unsafe extern "C" fn sqlite3_oplite_init(
     unsafe { entry_point(db, pz_err_msg, p_api) }
 }
 
-/// The entry point the PowerSync SDKs hard-code. Registers the same functions.
+/// The entry point under the PowerSync core's name: the same as
+/// [`sqlite3_oplite_init`], arguments, result and all.
+///
+/// The PowerSync SDKs name this entry point when they load the core's
+/// library (`load_extension(path, "sqlite3_powersync_init")`), so oplite
+/// exports it too and loads in the core's place without changes to the
+/// host.
 ///
 /// # Safety
-/// Called by SQLite with an open connection and its routine table.
+///
+/// As for [`sqlite3_oplite_init`].
 #[no_mangle]
 pub unsafe extern "C" fn sqlite3_powersync_init(
     db: *mut ffi::sqlite3,
@@ -572,10 +610,31 @@ unsafe extern "C" fn auto_entry_point(
     unsafe { entry_point(db, pz_err_msg, p_api.cast_mut()) }
 }
 
-/// Registers oplite with `sqlite3_auto_extension`, so every connection the
-/// host opens from now on has it. For builds that link SQLite directly
-/// (static libraries for Android and iOS, WASM, tests). Returns a SQLite
-/// result code.
+/// Registers oplite with `sqlite3_auto_extension`, so that every connection
+/// the process opens from now on has it: the C entry point of the static
+/// library (Android, iOS), declared in `include/oplite.h`.
+///
+/// Call it once, before opening connections; calling it again is harmless
+/// (SQLite ignores a function it already has). Connections opened earlier
+/// do not get oplite. Exists only in builds that link SQLite directly (the
+/// static library, the WASM package, the tests), not in `liboplite.so`.
+/// Rust code can call [`register_auto_extension`](crate::register_auto_extension),
+/// which returns a [`Result`] instead.
+///
+/// ```c
+/// #include "oplite.h"
+///
+/// if (oplite_auto_extension() != 0) { /* out of memory */ }
+/// sqlite3 *db;
+/// sqlite3_open("app.db", &db); // has powersync_init(), powersync_control(), ...
+/// ```
+///
+/// # Returns
+///
+/// `SQLITE_OK` (0), or SQLite's result code when `sqlite3_auto_extension`
+/// fails (`SQLITE_NOMEM`). When registering oplite on a later connection
+/// fails (a SQLite older than [`MIN_SQLITE_VERSION`](crate::MIN_SQLITE_VERSION)),
+/// opening that connection fails with oplite's message.
 #[cfg(not(feature = "loadable"))]
 #[no_mangle]
 pub extern "C" fn oplite_auto_extension() -> c_int {

@@ -15,7 +15,7 @@
 //! Triggers pass columns as `name, value` pairs (PUT) or `name, old, new`
 //! triples (PATCH). SQLite limits a call to 127 arguments on older builds,
 //! so wide tables pass BLOB chunks made by `oplite_crud_chunk` in place of a
-//! name; [`Items`] reads both forms.
+//! name; [`read_items`] reads both forms.
 
 use std::borrow::Cow;
 

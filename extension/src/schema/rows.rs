@@ -1,6 +1,6 @@
 //! SQL that turns a synced row's JSON into a data-table row and back.
 //!
-//! Decoding set-wise joins `oplite_row(data, keys)` ([`super::decode`]),
+//! Decoding set-wise joins `oplite_row(data, keys)` (`schema/decode.rs`),
 //! whose columns are the declared values and then [`UNDECLARED_COLUMN`]'s;
 //! a single row (and tables wider than `oplite_row` allows) calls
 //! `oplite_field` per column. Both parse the row once and give

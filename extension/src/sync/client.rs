@@ -7,10 +7,10 @@
 //! keeps the iteration, with memory put back as it was before the call, as
 //! the reference's (0.5.4, core PR #218) prepares every change before it
 //! applies one: the host rolls the call's transaction back and goes on
-//! with the next event ([`ends_iteration`]). One thing
+//! with the next event (`ends_iteration`). One thing
 //! differs on purpose (see docs/differences.md and docs/reliability.md):
 //! the iteration's memory must match the database, checked through
-//! [`OWNER_KEY`]. The copy that restoring needs costs 2.3 µs with 1,000
+//! `OWNER_KEY`. The copy that restoring needs costs 2.3 µs with 1,000
 //! buckets, against 250 µs for a call storing a one-op line (debug build,
 //! `snapshot_cost` in `client/snapshot_tests.rs`), and neither grows with
 //! the number of buckets (download progress is kept line by line, see
@@ -157,8 +157,8 @@ impl SyncClient {
 
     /// Handles one event. A failed call leaves memory as it was before it,
     /// except that the iteration ends where the reference's does
-    /// ([`ends_iteration`]) or when it lost ownership of the database
-    /// ([`OWNER_KEY`]).
+    /// (`ends_iteration`) or when it lost ownership of the database
+    /// (`OWNER_KEY`).
     ///
     /// Lines are fully decoded before anything is written, and this keeps
     /// a copy of the iteration (and of the last status sent) that it puts

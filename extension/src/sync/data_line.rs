@@ -4,8 +4,8 @@
 //! `DELETE ... RETURNING` per op, ~20%) and executing one INSERT per op
 //! (~30%, much of it opening and closing cursors). So [`KnownKeys`] skips
 //! the lookup for keys a bucket cannot hold yet, PUTs are inserted
-//! [`BATCH`] rows per statement ([`PendingPuts`]), and the lookup goes
-//! through `ps_oplog_row` ([`rows_of_key`]) instead of a (bucket, key)
+//! `BATCH` rows per statement (`PendingPuts`), and the lookup goes
+//! through `ps_oplog_row` (`rows_of_key`) instead of a (bucket, key)
 //! index. The measurements behind each are in docs/benchmarks.md.
 
 use std::collections::hash_map::Entry;

@@ -5,7 +5,7 @@
 //! applies them through [`crate::sync_local`], and answers with a JSON array
 //! of [`instruction::Instruction`]s.
 //!
-//! - [`line`]: sync lines decoded from JSON or BSON into typed structs.
+//! - [`line`](mod@line): sync lines decoded from JSON or BSON into typed structs.
 //! - [`checksum`]: wrapping u32 checksums.
 //! - [`data_line`]: storing ops in ps_oplog.
 //! - [`storage`]: the other SQL on ps_buckets, ps_oplog, ps_kv, ps_sync_state.

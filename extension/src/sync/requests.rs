@@ -1,6 +1,6 @@
 //! Checkpoint requests (`checkpoint_mode: "requests"`, docs/protocol.md
 //! "Write checkpoints"): the client numbers its own write-checkpoint
-//! requests. The counter lives in `ps_kv` ([`kv::LAST_REQUESTED`](crate::kv::LAST_REQUESTED)); the
+//! requests. The counter lives in `ps_kv` ([`kv::LAST_REQUESTED`]); the
 //! host seeds it with the id the service accepted for the `checkpoint_request`
 //! of `EstablishSyncStream`, then allocates ids with
 //! `next_checkpoint_request_id` and sets the upload gate

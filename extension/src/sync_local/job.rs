@@ -51,6 +51,7 @@ enum Phase {
 /// its steps by time starts its estimate again when the stage changes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
+    /// The apply has finished: nothing is left to write.
     Done = 0,
     /// Walking the oplog (and writing rows, without the app's triggers).
     Walk = 1,

@@ -7,7 +7,7 @@
 //! positions, checksums: the next sync asks only for what is new) and what
 //! it has not uploaded yet (`ps_crud`, `ps_tx`), and oplite can adopt the
 //! file again afterwards. Typed data tables get `id, data` back
-//! ([`data_tables`]); the internal tables and indexes get the core's
+//! (`data_tables`); the internal tables and indexes get the core's
 //! statements ([`layout`]); oplite's own tables and index go; `ps_migration`
 //! gets the core's rows. The views and their triggers are dropped: their
 //! text comes from the app's schema, which oplite does not keep, and the
@@ -67,6 +67,7 @@ pub struct Report {
 const NEXT: &str = "open the database with the PowerSync core and call powersync_replace_schema with the app's schema \
                     (the SDKs do when they open a database): it creates the views and their triggers";
 
+/// Registers `oplite_uninstall()` on `db`.
 pub fn register(db: &Connection) -> Result<()> {
     register_scalar(
         db,
