@@ -31,10 +31,14 @@ trap 'rm -rf "$sessions"' EXIT
 # OPLITE_RECORD_SESSIONS names a built recorder (scripts/test.sh builds it
 # first, so that this lane never waits for another's cargo lock).
 if [[ -n ${OPLITE_RECORD_SESSIONS:-} ]]; then
-  "$OPLITE_RECORD_SESSIONS" "$sessions" "${OPLITE_WASM_SEEDS:-40}"
+  recorder=("$OPLITE_RECORD_SESSIONS")
 else
-  cargo run -q -p oplite-wasm-native --bin record-sessions -- "$sessions" "${OPLITE_WASM_SEEDS:-40}"
+  recorder=(cargo run -q -p oplite-wasm-native --bin record-sessions --)
 fi
+"${recorder[@]}" "$sessions" "${OPLITE_WASM_SEEDS:-40}"
+
+step "the recorded sessions on the reference core 0.5.4 (same answers, same shared tables and views)"
+"${recorder[@]}" --check "${REFERENCE_CORE:-$(bash scripts/reference-core.sh 0.5.4)}" "$sessions"
 
 step "Node tests (memory storage; golden traces, recorded sessions, streams, API)"
 OPLITE_SESSIONS=$sessions node --test wasm/test/node.test.mjs

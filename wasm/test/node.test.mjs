@@ -79,16 +79,20 @@ for (const name of fs.readdirSync(goldenRoot).sort()) {
 }
 
 // Seeded sessions recorded on the native build (wasm/native/src/bin/
-// record-sessions.rs: the sessions of the native differential test against
-// the reference core). Every answer and the final internal tables must match.
-// Set OPLITE_SESSIONS to the directory the recorder wrote (scripts/test-wasm.sh
-// does); without it these tests are skipped.
+// record-sessions.rs: the sessions, schema and local writes of the native
+// differential test, and checked against the reference core by
+// `record-sessions --check`). Every answer (for SQL: the rows, or how many
+// rows a batch changed) and the final dumps must match. Set OPLITE_SESSIONS
+// to the directory the recorder wrote (scripts/test-wasm.sh does); without
+// it the test fails: a run that replays nothing checks nothing.
 const sessionsDir = process.env.OPLITE_SESSIONS;
 const sessionFiles = sessionsDir && fs.existsSync(sessionsDir)
   ? fs.readdirSync(sessionsDir).filter((f) => f.endsWith('.jsonl')).sort()
   : [];
 if (sessionFiles.length === 0) {
-  test('seeded sessions recorded on the native build', (t) => t.skip('OPLITE_SESSIONS is not set'));
+  test('seeded sessions recorded on the native build', () => {
+    assert.fail(`no recorded sessions in OPLITE_SESSIONS (${sessionsDir ?? 'not set'}): scripts/test-wasm.sh records them`);
+  });
 }
 for (const file of sessionFiles) {
   test(`seeded session ${file} matches the native build`, async () => {
@@ -97,8 +101,9 @@ for (const file of sessionFiles) {
     const seenActual = { status: null };
     const seenExpected = { status: null };
     for (const [i, step] of steps.entries()) {
-      if (step.tables) {
-        for (const [table, { sql, rows }] of Object.entries(step.tables)) {
+      const dumps = step.tables ?? step.shared;
+      if (dumps) {
+        for (const [table, { sql, rows }] of Object.entries(dumps)) {
           const actual = (await db.query(sql)).map((r) => Object.values(r).map(sqlJson));
           assert.deepEqual(actual, rows, `${file}: table ${table}`);
         }
@@ -107,9 +112,7 @@ for (const file of sessionFiles) {
       const { call, expect } = step;
       let actual;
       if (call.sql != null) {
-        if (call.sql.startsWith('SELECT')) await db.query(call.sql);
-        else await db.execute(call.sql);
-        actual = expect === null ? null : { sql: 'ok' };
+        actual = await runSql(db, call.sql);
       } else {
         const payload = call.bson != null ? Uint8Array.from(Buffer.from(call.bson, 'hex')) : call.payload;
         try {
@@ -124,6 +127,20 @@ for (const file of sessionFiles) {
     }
     await db.close();
   });
+}
+
+// A recorded SQL step on the wasm build, answered as the recorder answers
+// it: a SELECT's rows, or how many rows the batch changed; an error's code.
+async function runSql(db, sql) {
+  const totalChanges = async () => (await db.query('SELECT total_changes() AS n'))[0].n;
+  try {
+    if (sql.startsWith('SELECT')) return { rows: (await db.query(sql)).map((r) => Object.values(r).map(sqlJson)) };
+    const before = await totalChanges();
+    await db.execute(sql);
+    return { sql: 'ok', changes: sqlJson(await totalChanges()) - sqlJson(before) };
+  } catch (e) {
+    return { error: e.code };
+  }
 }
 
 // Instructions without an UpdateSyncStatus equal to the last one seen
