@@ -27,6 +27,24 @@ pub enum Payload<'a> {
     Blob(&'a [u8]),
 }
 
+/// The internal tables of the core's layout, each by the columns both
+/// cores have, as queries valid on either: what a session's hosts compare
+/// between oplite and the reference core (rows sorted; the client id left
+/// out).
+pub const CORE_TABLES: &[(&str, &str)] = &[
+    (
+        "ps_buckets",
+        "SELECT id, name, last_applied_op, last_op, add_checksum, op_checksum, pending_delete,
+                count_at_last, count_since_last, downloaded_size FROM ps_buckets ORDER BY id",
+    ),
+    ("ps_oplog", "SELECT bucket, op_id, row_type, row_id, key, data, hash FROM ps_oplog ORDER BY bucket, op_id, key"),
+    ("ps_updated_rows", "SELECT * FROM ps_updated_rows ORDER BY 1, 2"),
+    ("ps_untyped", "SELECT type, id, data FROM ps_untyped ORDER BY 1, 2"),
+    ("ps_sync_state", "SELECT priority FROM ps_sync_state ORDER BY 1"),
+    ("ps_kv", "SELECT key, CAST(value AS TEXT) FROM ps_kv WHERE key != 'client_id' ORDER BY 1"),
+    ("ps_crud", "SELECT id, data, tx_id FROM ps_crud ORDER BY id"),
+];
+
 /// What a session needs of the databases it drives.
 pub trait Host {
     /// `SELECT powersync_control(op, payload)` in a transaction of its own;

@@ -1,6 +1,7 @@
 //! Differential harness: feeds the same calls to oplite and to the
 //! reference core and compares what they return and store.
 
+use oplite_test_data::session::CORE_TABLES;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::Connection;
 use serde_json::Value;
@@ -97,32 +98,25 @@ fn call_raw(db: &Connection, op: &str, arg: &Arg<'_>) -> Result<SqlValue, i32> {
     }
 }
 
-/// The internal tables compared after every call, as sorted rows.
-const SNAPSHOT_QUERIES: &[(&str, &str)] = &[
-    (
-        "ps_buckets",
-        "SELECT id, name, last_applied_op, last_op, add_checksum, op_checksum, pending_delete,
-                count_at_last, count_since_last, downloaded_size FROM ps_buckets ORDER BY id",
-    ),
-    ("ps_oplog", "SELECT bucket, op_id, row_type, row_id, key, data, hash FROM ps_oplog ORDER BY bucket, op_id, key"),
-    ("ps_updated_rows", "SELECT * FROM ps_updated_rows ORDER BY 1, 2"),
-    ("ps_untyped", "SELECT type, id, data FROM ps_untyped ORDER BY 1, 2"),
-    ("ps_sync_state", "SELECT priority FROM ps_sync_state ORDER BY 1"),
-    ("ps_kv", "SELECT key, CAST(value AS TEXT) FROM ps_kv WHERE key != 'client_id' ORDER BY 1"),
-    ("ps_crud", "SELECT id, data, tx_id FROM ps_crud ORDER BY id"),
-    // Times come from each core's clock: compare whether they are set, and
-    // that an expiry is about now + ttl (within a minute).
-    (
-        "ps_stream_subscriptions",
-        "SELECT id, stream_name, active, is_default, local_priority, local_params, ttl,
-                CASE WHEN expires_at IS NULL THEN 'none'
-                     WHEN ttl IS NULL THEN 'set'
-                     WHEN abs(expires_at - ttl * 1000000 - unixepoch('subsec') * 1000000) < 60000000 THEN 'now+ttl'
-                     ELSE 'other' END,
-                last_synced_at IS NOT NULL
-         FROM ps_stream_subscriptions ORDER BY id",
-    ),
-];
+/// The internal tables compared after every call, as sorted rows: the
+/// core's layout (shared with the web package's recorded sessions), and
+/// the stream subscriptions.
+fn snapshot_queries<'a>() -> impl Iterator<Item = (&'a str, &'a str)> {
+    CORE_TABLES.iter().copied().chain([STREAM_SUBSCRIPTIONS])
+}
+
+/// Times come from each core's clock: compare whether they are set, and
+/// that an expiry is about now + ttl (within a minute).
+const STREAM_SUBSCRIPTIONS: (&str, &str) = (
+    "ps_stream_subscriptions",
+    "SELECT id, stream_name, active, is_default, local_priority, local_params, ttl,
+            CASE WHEN expires_at IS NULL THEN 'none'
+                 WHEN ttl IS NULL THEN 'set'
+                 WHEN abs(expires_at - ttl * 1000000 - unixepoch('subsec') * 1000000) < 60000000 THEN 'now+ttl'
+                 ELSE 'other' END,
+            last_synced_at IS NOT NULL
+     FROM ps_stream_subscriptions ORDER BY id",
+);
 
 /// One value as text: `Text("...")` when it is UTF-8, its bytes otherwise.
 fn render(value: rusqlite::types::ValueRef<'_>) -> String {
@@ -245,7 +239,7 @@ impl Pair {
     /// Asserts the internal tables (and the extra queries) hold the same rows.
     pub fn assert_same_tables(&self) {
         let extra = self.extra_queries.iter().map(|(t, q)| (t.as_str(), q.as_str()));
-        for (table, sql) in SNAPSHOT_QUERIES.iter().copied().chain(extra) {
+        for (table, sql) in snapshot_queries().chain(extra) {
             let ours = rows(&self.ours, sql);
             let theirs = rows(&self.theirs, sql);
             if ours != theirs {

@@ -23,7 +23,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use oplite_test_data::session::{Host, Payload, Session};
+use oplite_test_data::session::{Host, Payload, Session, CORE_TABLES};
 use oplite_test_data::{ServerModel, ServerOptions};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::Connection;
@@ -35,23 +35,15 @@ const CLIENT_ID: &str = "00000000-0000-4000-8000-000000000000";
 /// "other" stay untyped.
 const SCHEMA: &str = r#"{"tables": [{"name": "items", "columns": [{"name": "name", "type": "text"}, {"name": "n", "type": "integer"}]}, {"name": "lists", "columns": [{"name": "name", "type": "text"}]}]}"#;
 
+/// The app's views, which the recordings dump beside the core's tables.
+const VIEWS: &[(&str, &str)] = &[("items", "SELECT * FROM items ORDER BY id"), ("lists", "SELECT * FROM lists ORDER BY id")];
+
 /// What both cores keep alike, each query valid on either: the internal
 /// tables of the core's layout by their shared columns (as the native
 /// differential harness compares them), and the app's views.
-const SHARED: &[(&str, &str)] = &[
-    (
-        "ps_buckets",
-        "SELECT id, name, last_applied_op, last_op, add_checksum, op_checksum, pending_delete, count_at_last, count_since_last, downloaded_size FROM ps_buckets ORDER BY id",
-    ),
-    ("ps_oplog", "SELECT bucket, op_id, row_type, row_id, key, data, hash FROM ps_oplog ORDER BY bucket, op_id, key"),
-    ("ps_updated_rows", "SELECT * FROM ps_updated_rows ORDER BY 1, 2"),
-    ("ps_untyped", "SELECT type, id, data FROM ps_untyped ORDER BY 1, 2"),
-    ("ps_sync_state", "SELECT priority FROM ps_sync_state ORDER BY 1"),
-    ("ps_kv", "SELECT key, CAST(value AS TEXT) FROM ps_kv WHERE key != 'client_id' ORDER BY 1"),
-    ("ps_crud", "SELECT id, data, tx_id FROM ps_crud ORDER BY id"),
-    ("items", "SELECT * FROM items ORDER BY id"),
-    ("lists", "SELECT * FROM lists ORDER BY id"),
-];
+fn shared_queries() -> impl Iterator<Item = (&'static str, &'static str)> {
+    CORE_TABLES.iter().chain(VIEWS).copied()
+}
 
 fn sql_json(value: SqlValue) -> Value {
     match value {
@@ -180,7 +172,7 @@ impl Recorder {
 }
 
 fn shared(db: &Connection) -> Value {
-    Value::Object(SHARED.iter().map(|(name, sql)| ((*name).to_owned(), dump(db, sql))).collect())
+    Value::Object(shared_queries().map(|(name, sql)| (name.to_owned(), dump(db, sql))).collect())
 }
 
 /// One core whose every answer is recorded.
@@ -307,7 +299,7 @@ fn check(reference: &Path, file: &Path) -> Result<(), String> {
         let step: Value = serde_json::from_str(line).unwrap();
         if let Some(expected) = step.get("shared") {
             let actual = shared(&db);
-            for (name, _) in SHARED {
+            for (name, _) in shared_queries() {
                 if actual[name] != expected[name] {
                     return Err(format!("{name} differs after {compared} calls: reference {} / recorded {}", actual[name], expected[name]));
                 }
