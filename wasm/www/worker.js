@@ -115,6 +115,24 @@ const methods = {
     return reader.query(sql, params);
   },
 
+  // Runs sync({ops}) and, until it ends, `sql` on the reader every few ms
+  // from this worker (no page round trip between reads, which on a loaded
+  // machine can outlast a short apply); resolves to the sync's result and
+  // the reads, each {at: Date.now() when issued, answeredAt, n}.
+  async syncWhileReading({ ops, sql }) {
+    if (reader == null) throw new Error('no reader is open');
+    let done = false;
+    const syncing = methods.sync({ ops }).finally(() => { done = true; });
+    const reads = [];
+    while (!done) {
+      const at = Date.now();
+      const [row] = await reader.query(sql);
+      reads.push({ at, answeredAt: Date.now(), n: row.n });
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    return { ...(await syncing), reads };
+  },
+
   async closeReader() {
     if (reader) await reader.close();
     reader = null;
