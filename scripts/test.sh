@@ -11,9 +11,9 @@
 #   OPLITE_SKIP_ARM64=1                  # skip the tests on ARM64 under qemu
 #   OPLITE_KEEP_BUILDS=1                 # keep each phase's build dir (see below)
 #
-# The phases run in four lanes at once (scripts/phases.sh): the native
-# builds and tests, the web package and web SDK, the mobile cross builds,
-# and the ARM64 tests under qemu. Much of each lane is one busy core (a fat-LTO link, a
+# The phases run in three lanes at once (scripts/phases.sh): the native
+# builds and tests, the web package and web SDK, and the mobile and ARM64
+# cross builds. Much of each lane is one busy core (a fat-LTO link, a
 # browser, qemu), so together they keep both cores of a CI machine busy.
 # Each phase's log is printed whole when it ends; the run closes with a
 # table of phases (time, CPU, budget, checks) and one line counting the
@@ -78,10 +78,6 @@ web=(
 [[ -z ${OPLITE_SKIP_WASM:-} ]] || export OPLITE_SKIP_WEB_SDK=1
 cross=(
   "mobile 1800 OPLITE_SKIP_MOBILE phase_wait packages && bash scripts/build-mobile.sh"
-)
-# A lane of its own: after the mobile builds it was the last phase of the
-# run; beside them it fills the time the other lanes leave a core idle.
-arm=(
   "arm64 600 OPLITE_SKIP_ARM64 phase_wait packages && bash scripts/test-arm64.sh && drop target/arm64"
 )
 export -f phase_wait
@@ -89,12 +85,10 @@ export -f phase_wait
 lane native "${native[@]}" &
 lane web "${web[@]}" &
 lane cross "${cross[@]}" &
-lane arm "${arm[@]}" &
-wait || true
 wait || true
 wait || true
 wait || true
 
 names=()
-for spec in "${native[@]}" "${web[@]}" "${cross[@]}" "${arm[@]}"; do names+=("${spec%% *}"); done
+for spec in "${native[@]}" "${web[@]}" "${cross[@]}"; do names+=("${spec%% *}"); done
 phase_summary "${names[@]}"
