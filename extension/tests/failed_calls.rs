@@ -90,11 +90,15 @@ fn session() -> Vec<Step> {
     ]
 }
 
+/// `powersync_control(op, payload)` in whatever transaction is open.
+fn control(db: &Connection, op: &str, payload: impl rusqlite::ToSql) -> rusqlite::Result<SqlValue> {
+    db.query_row("SELECT powersync_control(?1, ?2)", (op, payload), |r| r.get(0))
+}
+
 /// BEGIN IMMEDIATE; the call; COMMIT, or ROLLBACK when it fails.
 fn host_call(db: &Connection, op: &str, payload: &Option<String>) -> rusqlite::Result<Value> {
     db.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let payload = payload.clone().map_or(SqlValue::Null, SqlValue::Text);
-    match db.query_row("SELECT powersync_control(?1, ?2)", (op, payload), |r| r.get::<_, SqlValue>(0)) {
+    match control(db, op, payload.as_deref()) {
         Ok(value) => {
             db.execute_batch("COMMIT").unwrap();
             let mut value = match value {
@@ -255,14 +259,11 @@ fn a_rolled_back_batch_of_calls_ends_the_iteration() {
     let db = common::oplite_initialised();
     host_call(&db, "start", &None).unwrap();
     db.execute_batch("BEGIN").unwrap();
-    let call = |op: &str, payload: &str| {
-        db.query_row("SELECT powersync_control(?1, ?2)", (op, payload), |r| r.get::<_, SqlValue>(0))
-    };
-    call("line_text", r#"{"checkpoint":{"last_op_id":"1","buckets":[{"bucket":"b","checksum":5}]}}"#).unwrap();
+    control(&db, "line_text", r#"{"checkpoint":{"last_op_id":"1","buckets":[{"bucket":"b","checksum":5}]}}"#).unwrap();
     let data = json!({"data": {"bucket": "b", "data": [{"op_id": "1", "op": "PUT", "object_type": "items",
         "object_id": "row1", "checksum": 5, "data": "{}"}]}});
-    call("line_text", &data.to_string()).unwrap();
-    call("line_text", "not a line").unwrap_err();
+    control(&db, "line_text", &data.to_string()).unwrap();
+    control(&db, "line_text", "not a line").unwrap_err();
     db.execute_batch("ROLLBACK").unwrap();
     let err = host_call(&db, "line_text", &Some(KEEP_ALIVE.to_owned())).unwrap_err();
     assert!(err.to_string().contains("rolled back"), "{err}");
@@ -281,11 +282,9 @@ fn a_rolled_back_batch_that_wrote_nothing_keeps_the_iteration() {
     let db = common::oplite_initialised();
     host_call(&db, "start", &None).unwrap();
     db.execute_batch("BEGIN").unwrap();
-    let call = |op: &str, payload: &str| {
-        db.query_row("SELECT powersync_control(?1, ?2)", (op, payload), |r| r.get::<_, SqlValue>(0))
-    };
-    call("line_text", r#"{"checkpoint":{"last_op_id":"1","buckets":[{"bucket":"b","checksum":0}]}}"#).unwrap();
-    call(
+    control(&db, "line_text", r#"{"checkpoint":{"last_op_id":"1","buckets":[{"bucket":"b","checksum":0}]}}"#).unwrap();
+    control(
+        &db,
         "line_text",
         r#"{"checkpoint_diff":{"last_op_id":"2","updated_buckets":[{"bucket":"b","checksum":5}],"removed_buckets":[]}}"#,
     )
