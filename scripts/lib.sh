@@ -6,33 +6,27 @@ as_root() {
 }
 
 # Whether every package DIR/package-lock.json pins is installed in
-# DIR/node_modules at that version (optional and dev ones may be absent).
+# DIR/node_modules at that version (optional ones may be absent, and dev
+# ones too unless --with-dev is given).
 npm_lock_matches() {
   node -e '
-    const dir = process.argv[1];
+    const [dir, withDev] = [process.argv[1], process.argv[2] === "--with-dev"];
     const lock = require(`${dir}/package-lock.json`).packages;
     for (const [path, entry] of Object.entries(lock)) {
       if (!path.startsWith("node_modules/")) continue;
       let have = null;
       try { have = require(`${dir}/${path}/package.json`).version; } catch {}
-      if (have === null && (entry.optional || entry.dev)) continue;
+      if (have === null && (entry.optional || (entry.dev && !withDev))) continue;
       if (have !== entry.version) process.exit(1);
-    }' "$(realpath "$1")"
+    }' "$(realpath "$1")" "${2:-}"
 }
 
 # Installs DIR's npm packages (npm ci from DIR/package-lock.json) unless
-# every devDependency of DIR/package.json is installed at its pinned
+# every package its lock pins, dev ones included, is installed at that
 # version: wasm/ (the web tests), wasm/reference/ (the API references).
 npm_ci_pinned() {
   local dir=$1
-  if node -e '
-    const dir = process.argv[1];
-    const deps = require(`${dir}/package.json`).devDependencies;
-    for (const [name, version] of Object.entries(deps)) {
-      let have = null;
-      try { have = require(`${dir}/node_modules/${name}/package.json`).version; } catch {}
-      if (have !== version) process.exit(1);
-    }' "$(realpath "$dir")"; then
+  if npm_lock_matches "$dir" --with-dev; then
     echo "npm packages in $dir already installed"
   else
     (cd "$dir" && npm ci --no-audit --no-fund)
