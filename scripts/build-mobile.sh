@@ -22,8 +22,9 @@
 #
 # The post-processing, per archive (see scripts/mobile-symbols.txt for why):
 #   1. the LTO object (all Rust code): `llvm-objcopy --keep-global-symbols`
-#      with the three public names, so rust_eh_personality and the like
-#      become local; debug info is stripped;
+#      with the three public names and DW.ref.rust_eh_personality (merged
+#      with a Rust app's own), so rust_eh_personality and the like become
+#      local; debug info is stripped;
 #   2. compiler_builtins is dropped: the few intrinsics oplite calls on
 #      32-bit targets (`runtime` lines of mobile-symbols.txt; an unlisted
 #      one fails the build) come from the platform's compiler-rt and libm,
@@ -47,9 +48,25 @@ if [[ $# -gt 0 ]]; then TARGETS=("$@"); else TARGETS=("${ALL_TARGETS[@]}"); fi
 
 log() { printf '[build-mobile] %s\n' "$*"; }
 
-exports_file() { # <prefix> -> file with the public names, Mach-O prefixed
+exports_file() { # <prefix> -> file with the names that stay global, Mach-O prefixed
     local out="$1"
-    awk -v p="$2" '$1 == "export" { print p $2 }' "$SCRIPT_DIR/mobile-symbols.txt" >"$out"
+    awk -v p="$2" '$1 == "export" || $1 == "merged" { print p $2 }' "$SCRIPT_DIR/mobile-symbols.txt" >"$out"
+}
+
+# Compiles scripts/rust-link-probe.rs into a static library for <target>
+# with the std that cargo built for it in this build (no LTO: Rust objects
+# as an app's build leaves them), for check-mobile-lib.sh's Rust link.
+rust_probe() {
+    local target="$1" profile_dir="$TARGET_DIR/$1/$PROFILE" out="$TARGET_DIR/$1/rust-link-probe"
+    local std
+    std=$(ls "$profile_dir"/deps/libstd-*.rlib 2>/dev/null | head -n 1)
+    [[ -n $std ]] || { log "error: no std built for $target in $profile_dir/deps" >&2; exit 1; }
+    mkdir -p "$out"
+    env RUSTC_BOOTSTRAP=1 /usr/bin/rustc --edition 2021 --target "$target" --crate-type staticlib \
+        --crate-name rust_link_probe -C panic=unwind -C opt-level=1 \
+        -L "$profile_dir/deps" --extern "std=$std" \
+        -o "$out/librust_link_probe.a" "$SCRIPT_DIR/rust-link-probe.rs"
+    echo "$out/librust_link_probe.a"
 }
 
 # Rewrites one cargo-built archive into dist/<target>/liboplite.a.
@@ -121,7 +138,7 @@ for target in "${TARGETS[@]}"; do
     postprocess "$target" "$raw" "$DIST/$target/liboplite.a"
     log "$target: built in $((SECONDS - start))s"
     bash "$SCRIPT_DIR/check-mobile-lib.sh" "$DIST/$target/liboplite.a" "$target" --raw "$raw" \
-        --sizes "$DIST/sizes-$target.txt"
+        --sizes "$DIST/sizes-$target.txt" --rust-probe "$(rust_probe "$target")"
     # scripts/test.sh sets this: a target's build (std included, ~200 MB)
     # is not needed once its archive is in dist/.
     if [[ -n ${OPLITE_MOBILE_DROP_BUILDS:-} ]]; then rm -rf "${TARGET_DIR:?}/$target"; fi

@@ -3,15 +3,23 @@
 #   1. it defines the public entry points (`export` lines in
 #      scripts/mobile-symbols.txt), global and with default visibility;
 #   2. it defines no other external symbol, mangled or not (weak and
-#      hidden ones included): anything else is a leak and fails the check;
+#      hidden ones included), but the `merged` ones, which must be hidden:
+#      anything else is a leak and fails the check;
 #   3. no Rust-internal symbol is left undefined (all Rust code is inside
 #      the archive; what it needs from outside is C: SQLite, libc, the
 #      unwinder);
 #   4. it links: into a shared library with LLD (ld.lld with 16 KB pages
 #      for Android, ld64.lld for iOS), whose dynamic exports must be
-#      exactly the public entry points.
+#      exactly the public entry points;
+#   5. with --rust-probe, it links beside Rust code: the probe's static
+#      library (scripts/rust-link-probe.rs with its own std, which
+#      build-mobile.sh compiles), every object of it, and the archive, into
+#      one shared library that calls oplite_auto_extension, as a Rust app
+#      links it. A Rust symbol the archive left global (rust_eh_personality,
+#      say) is then a duplicate and fails the link.
 # Usage: scripts/check-mobile-lib.sh <liboplite.a> <target triple>
 #            [--raw <cargo's archive>] [--sizes <file for a markdown row>]
+#            [--rust-probe <librust_link_probe.a>]
 # Needs llvm-22 and lld-22 (scripts/install-mobile-toolchain.sh).
 set -euo pipefail
 
@@ -20,11 +28,12 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ARCHIVE="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 TARGET="$2"
 shift 2
-RAW="" SIZES=""
+RAW="" SIZES="" PROBE=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --raw) RAW="$2"; shift 2 ;;
         --sizes) SIZES="$2"; shift 2 ;;
+        --rust-probe) PROBE="$2"; shift 2 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -59,6 +68,7 @@ fi
 
 awk '$1 == "export" { print $2 }' "$SCRIPT_DIR/mobile-symbols.txt" | sort -u >"$work/exports.txt"
 awk '$1 == "runtime" { print $2 }' "$SCRIPT_DIR/mobile-symbols.txt" | sort -u >"$work/runtime.txt"
+awk '$1 == "merged" { print $2 }' "$SCRIPT_DIR/mobile-symbols.txt" | sort -u >"$work/merged.txt"
 
 # 1. the public entry points
 while IFS= read -r name; do
@@ -71,6 +81,7 @@ leaks=()
 while read -r kind bind vis name; do
     [[ $kind == D ]] || continue
     if grep -qxF "$name" "$work/exports.txt"; then continue; fi
+    if grep -qxF "$name" "$work/merged.txt" && [[ $vis == HIDDEN ]]; then continue; fi
     leaks+=("$bind/$vis $name")
 done <"$work/symbols.txt"
 if [[ ${#leaks[@]} -gt 0 ]]; then
@@ -123,8 +134,29 @@ if [[ $FORMAT == elf ]]; then
 fi
 llvm-strip-22 "$linked" -o "$work/linked.stripped"
 
+# 5. beside Rust code
+rust_note=""
+if [[ -n $PROBE ]]; then
+    if [[ $FORMAT == elf ]]; then
+        ld.lld-22 -shared -z max-page-size=16384 --whole-archive "$PROBE" --no-whole-archive "$ARCHIVE" \
+            --unresolved-symbols=ignore-all -o "$work/rust.so" 2>"$work/rust-ld.err" \
+            || { cat "$work/rust-ld.err" >&2; fail "the archive does not link beside Rust code ($PROBE)"; }
+        llvm-readelf-22 --dyn-syms -W "$work/rust.so" \
+            | awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $5 != "LOCAL" && NF >= 8 { print $NF }' | sort -u >"$work/rust-dynamic.txt"
+    else
+        ld64.lld-22 -arch "$arch" -platform_version "$platform" 14.0 17.0 -dylib -undefined dynamic_lookup \
+            -force_load "$PROBE" "$ARCHIVE" -o "$work/rust.dylib" 2>"$work/rust-ld.err" \
+            || { cat "$work/rust-ld.err" >&2; fail "the archive does not link beside Rust code ($PROBE)"; }
+        llvm-nm-22 -gU --format=just-symbols "$work/rust.dylib" | sed 's/^_//' | sort -u >"$work/rust-dynamic.txt"
+    fi
+    for name in rust_link_probe oplite_auto_extension; do
+        grep -qxF "$name" "$work/rust-dynamic.txt" || fail "linked beside Rust code, the library does not define $name"
+    done
+    rust_note="; links beside Rust code with its own std"
+fi
+
 size() { stat -c %s "$1"; }
-log "OK: defines only $(tr '\n' ' ' <"$work/exports.txt")(global); needs $sqlite_refs sqlite3_* and $other_refs other C symbol(s) from the app${runtime_refs:+, including the runtime intrinsics $runtime_refs}"
+log "OK: defines only $(tr '\n' ' ' <"$work/exports.txt")(global); needs $sqlite_refs sqlite3_* and $other_refs other C symbol(s) from the app${runtime_refs:+, including the runtime intrinsics $runtime_refs}$rust_note"
 raw_note=""
 [[ -z $RAW ]] || raw_note=" (as cargo wrote it: $(size "$RAW"))"
 log "sizes: archive $(size "$ARCHIVE") bytes$raw_note, linked and stripped $(size "$work/linked.stripped") bytes"

@@ -4,7 +4,8 @@
 #   1. dist/, packaged from what the build phases built (scripts/package.sh)
 #   2. the npm tarballs installed into a fresh app directory with
 #      `npm install ./dist/npm/...tgz`, and imported there
-#   3. examples/node: npm ci, then its test (the Node SDK on oplite)
+#   3. examples/rust: the Rust SDK on oplite (examples/rust/test.sh), and
+#      examples/node: npm ci, then its test (the Node SDK on oplite)
 #   4. examples/web: npm install, then its test (the web SDK on oplite in
 #      headless Chromium, OPFS and IndexedDB)
 #   5. the README's programs and the docs' snippets (scripts/check-snippets.py,
@@ -47,6 +48,9 @@ if [[ $web == 1 ]]; then
   outcome $? "the tarballs"
   set -e
 fi
+
+step "examples/rust (cargo build; the todo app against the loopback service)"
+bash examples/rust/test.sh && outcome 0 || outcome 1 "examples/rust"
 
 step "examples/node (npm ci; node test.mjs)"
 npm_ci_better_sqlite3 examples/node
