@@ -22,9 +22,10 @@
 #
 # The post-processing, per archive (see scripts/mobile-symbols.txt for why):
 #   1. the LTO object (all Rust code): `llvm-objcopy --keep-global-symbols`
-#      with the three public names and DW.ref.rust_eh_personality (merged
-#      with a Rust app's own), so rust_eh_personality and the like become
-#      local; debug info is stripped;
+#      with the `export` and `merged` names (the public entry points, and
+#      DW.ref.rust_eh_personality to merge with a Rust app's own), so
+#      rust_eh_personality and the like become local; debug info is
+#      stripped;
 #   2. compiler_builtins is dropped: the few intrinsics oplite calls on
 #      32-bit targets (`runtime` lines of mobile-symbols.txt; an unlisted
 #      one fails the build) come from the platform's compiler-rt and libm,

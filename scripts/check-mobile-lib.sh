@@ -100,13 +100,21 @@ sqlite_refs=$(grep -c '^sqlite3_' "$work/undefined.txt" || true)
 other_refs=$(grep -vc '^sqlite3_' "$work/undefined.txt" || true)
 runtime_refs=$(comm -12 "$work/undefined.txt" "$work/runtime.txt" | tr '\n' ' ')
 
+# The names a linked library defines for the dynamic linker, sorted.
+dynamic_exports() { # <linked library> <output file>
+    if [[ $FORMAT == elf ]]; then
+        llvm-readelf-22 --dyn-syms -W "$1" \
+            | awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $5 != "LOCAL" && NF >= 8 { print $NF }' | sort -u >"$2"
+    else
+        llvm-nm-22 -gU --format=just-symbols "$1" | sed 's/^_//' | sort -u >"$2"
+    fi
+}
+
 # 4. it links, and exports exactly the entry points
 if [[ $FORMAT == elf ]]; then
     ld.lld-22 -shared -z max-page-size=16384 --gc-sections \
         --whole-archive "$ARCHIVE" --no-whole-archive \
         --unresolved-symbols=ignore-all -o "$work/linked.so"
-    llvm-readelf-22 --dyn-syms -W "$work/linked.so" \
-        | awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $5 != "LOCAL" && NF >= 8 { print $NF }' | sort -u >"$work/dynamic.txt"
     linked="$work/linked.so"
 else
     case "$TARGET" in
@@ -121,9 +129,9 @@ else
         -undefined dynamic_lookup -all_load "$ARCHIVE" -o "$work/linked.dylib" 2>"$work/ld.err" \
         || { cat "$work/ld.err" >&2; fail "ld64.lld could not link the archive"; }
     grep -v 'dynamic_lookup' "$work/ld.err" >&2 || true
-    llvm-nm-22 -gU --format=just-symbols "$work/linked.dylib" | sed 's/^_//' | sort -u >"$work/dynamic.txt"
     linked="$work/linked.dylib"
 fi
+dynamic_exports "$linked" "$work/dynamic.txt"
 if ! diff -u "$work/exports.txt" "$work/dynamic.txt" >"$work/dynamic.diff"; then
     cat "$work/dynamic.diff" >&2
     fail "the linked library's exports differ from the entry points"
@@ -141,14 +149,14 @@ if [[ -n $PROBE ]]; then
         ld.lld-22 -shared -z max-page-size=16384 --whole-archive "$PROBE" --no-whole-archive "$ARCHIVE" \
             --unresolved-symbols=ignore-all -o "$work/rust.so" 2>"$work/rust-ld.err" \
             || { cat "$work/rust-ld.err" >&2; fail "the archive does not link beside Rust code ($PROBE)"; }
-        llvm-readelf-22 --dyn-syms -W "$work/rust.so" \
-            | awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $5 != "LOCAL" && NF >= 8 { print $NF }' | sort -u >"$work/rust-dynamic.txt"
+        rust_linked="$work/rust.so"
     else
         ld64.lld-22 -arch "$arch" -platform_version "$platform" 14.0 17.0 -dylib -undefined dynamic_lookup \
             -force_load "$PROBE" "$ARCHIVE" -o "$work/rust.dylib" 2>"$work/rust-ld.err" \
             || { cat "$work/rust-ld.err" >&2; fail "the archive does not link beside Rust code ($PROBE)"; }
-        llvm-nm-22 -gU --format=just-symbols "$work/rust.dylib" | sed 's/^_//' | sort -u >"$work/rust-dynamic.txt"
+        rust_linked="$work/rust.dylib"
     fi
+    dynamic_exports "$rust_linked" "$work/rust-dynamic.txt"
     for name in rust_link_probe oplite_auto_extension; do
         grep -qxF "$name" "$work/rust-dynamic.txt" || fail "linked beside Rust code, the library does not define $name"
     done

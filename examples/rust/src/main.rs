@@ -35,27 +35,16 @@ fn schema() -> Schema {
     schema
 }
 
-/// Hands the SDK a token: a fixed one, or a fresh one from the loopback
-/// service's development endpoint each time the SDK asks.
+/// Tokens for the SDK and the uploader: a fixed one, or a fresh one from
+/// the loopback service's development endpoint each time one is asked for.
 struct Tokens {
     http: reqwest::Client,
     endpoint: String,
     fixed: Option<String>,
 }
 
-/// [`Tokens`] shared by the SDK and the uploader.
-struct SharedTokens(Arc<Tokens>);
-
-#[async_trait::async_trait]
-impl Authenticator for SharedTokens {
-    async fn resolve_credentials(&self) -> Result<Arc<String>, PowerSyncError> {
-        self.0.resolve_credentials().await
-    }
-}
-
-#[async_trait::async_trait]
-impl Authenticator for Tokens {
-    async fn resolve_credentials(&self) -> Result<Arc<String>, PowerSyncError> {
+impl Tokens {
+    async fn token(&self) -> Result<Arc<String>, PowerSyncError> {
         if let Some(token) = &self.fixed {
             return Ok(Arc::new(token.clone()));
         }
@@ -63,6 +52,16 @@ impl Authenticator for Tokens {
         let response = self.http.get(url).send().await.map_err(PowerSyncError::upload_error)?;
         let token = response.error_for_status().map_err(PowerSyncError::upload_error)?;
         Ok(Arc::new(token.text().await.map_err(PowerSyncError::upload_error)?))
+    }
+}
+
+/// The SDK's side of [`Tokens`], which the uploader shares.
+struct SharedTokens(Arc<Tokens>);
+
+#[async_trait::async_trait]
+impl Authenticator for SharedTokens {
+    async fn resolve_credentials(&self) -> Result<Arc<String>, PowerSyncError> {
+        self.0.token().await
     }
 }
 
@@ -83,7 +82,7 @@ async fn upload(db: PowerSyncDatabase, tokens: Arc<Tokens>, url: String) -> Resu
                 serde_json::json!({"op": op, "type": entry.table, "id": entry.id, "data": entry.data})
             })
             .collect();
-        let token = tokens.resolve_credentials().await?;
+        let token = tokens.token().await?;
         let response = tokens
             .http
             .post(&url)
