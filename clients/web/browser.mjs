@@ -78,6 +78,10 @@ function pageCalls(global, ms) {
   };
 }
 
+// sharedTabs' results in the order it fills them.
+const SHARED_STEPS = ['opened', 'written', 'watched', 'transaction', 'afterOwnerClosed', 'integrity', 'joined', 'joinedCount', 'joinedWrite',
+  'seenByOwner', 'hung', 'afterClientClosed', 'finalIntegrity', 'reloadsBesideOwner', 'reloadsAlone', 'countAfterReloads'];
+
 /** Starts the page server and returns the browser side of the tests. */
 export async function launchBrowser({ dist }) {
   const server = await startServer({ '/dist/': dist, '/oplite/': ADAPTER_PACKAGE });
@@ -141,6 +145,8 @@ export async function launchBrowser({ dist }) {
       const at = pageCalls('sharedTab', 60_000);
       const openIn = (page) => at(page, 'open', vfs, 'shared.db', core);
       const out = {};
+      // The key being filled when a call threw, named in `failed`.
+      const step = () => SHARED_STEPS.find((k) => !(k in out)) ?? 'the end';
       try {
         const [a, b] = [await session.newPage(`shared 1 ${core} ${vfs}`), await session.newPage(`shared 2 ${core} ${vfs}`)];
         out.opened = [await openIn(a), await openIn(b)];
@@ -184,7 +190,7 @@ export async function launchBrowser({ dist }) {
         out.reloadsAlone = await reloads(d);
         out.countAfterReloads = await at(d, 'count');
       } catch (e) {
-        out.failed = String(e?.message ?? e);
+        out.failed = `${step()}: ${e?.message ?? e}`;
       } finally {
         await session.close();
       }

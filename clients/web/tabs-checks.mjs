@@ -83,15 +83,27 @@ export async function tabChecks(browser, server, { vfsList, cores, rows, check }
 
 async function sharing(browser, vfs, cores, check) {
   const runs = {};
+  const earlier = [];
   for (const core of cores) {
     runs[core] = await browser.sharedTabs({ vfs, core });
     console.log(`  tabs, ${label(core)} (${vfs}): ${JSON.stringify(runs[core])}`);
+    // The SDK's own OPFS database sometimes refuses a tab's open with
+    // NoModificationAllowedError, its access handle still held by the
+    // other tab (powersync-js issue 664, reported intermittent); that is
+    // the SDK's race, not the harness's, so its run gets one more try,
+    // and the first try's error is named in the check.
+    if (core === 'bundled' && runs[core].failed) {
+      earlier.push(`try 1 ${thrown(runs[core])}`);
+      runs[core] = await browser.sharedTabs({ vfs, core });
+      console.log(`  tabs, ${label(core)} (${vfs}), try 2: ${JSON.stringify(runs[core])}`);
+    }
   }
   const sdk = runs.bundled;
   if (sdk) {
     const misses = sharingMisses(sdk);
     console.log(`  tabs, the SDK's own database (${vfs}) misses ${misses.length} of the expectations${misses.length ? `: ${misses.join('; ')}` : ''}`);
-    check(`${vfs}: two tabs share the SDK's own database (the harness: writes and watched queries across tabs, a transaction)`, [...thrown(sdk), ...keyMisses(sdk, BASICS)]);
+    const retried = earlier.length ? ` (on a second try; ${earlier.join('')})` : '';
+    check(`${vfs}: two tabs share the SDK's own database (the harness: writes and watched queries across tabs, a transaction)${retried}`, [...thrown(sdk), ...keyMisses(sdk, BASICS)]);
   }
   const o = runs.oplite;
   if (!o) return;
