@@ -52,6 +52,31 @@ apt_install() {
 
 # Prints the Chromium to drive: $OPLITE_CHROMIUM, or Debian's chromium
 # package, installed with apt-get when missing.
+# Installs libclang (Debian's libclang-dev) when missing: bindgen, which
+# the PowerSync SDK's and core's crates run in their build scripts, loads
+# libclang itself, not the libclang-cpp Debian installs beside other LLVM
+# packages.
+ensure_libclang() {
+  [[ -n $(ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so* 2>/dev/null) ]] || apt_install libclang-dev
+}
+
+# Prints a cargo command of Rust 1.96 or later, which powersync_core 0.5.4
+# needs: Debian's rustc-web (installed when missing, as for the WASM
+# build) or a rustup nightly. Its output is meant to be word-split:
+#   $(rust_196) build --release ...
+rust_196() {
+  local minor
+  minor=$(/usr/bin/rustc --version 2>/dev/null | sed -nE 's/^rustc 1\.([0-9]+)\..*/\1/p')
+  if [[ -n $minor && $minor -ge 96 && -x /usr/bin/cargo ]]; then
+    echo "env PATH=/usr/bin:$PATH RUSTC=/usr/bin/rustc /usr/bin/cargo"
+    return
+  fi
+  minor=$(cargo +nightly --version 2>/dev/null | sed -nE 's/^cargo 1\.([0-9]+)\..*/\1/p')
+  if [[ -n $minor && $minor -ge 96 ]]; then echo "cargo +nightly"; return; fi
+  bash scripts/install-wasm-toolchain.sh >&2
+  echo "env PATH=/usr/bin:$PATH RUSTC=/usr/bin/rustc /usr/bin/cargo"
+}
+
 ensure_chromium() {
   local chromium=${OPLITE_CHROMIUM:-/usr/bin/chromium}
   if [[ ! -x "$chromium" ]]; then

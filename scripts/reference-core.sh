@@ -40,20 +40,6 @@ fetch_053() {
   echo "$so"
 }
 
-# A cargo that is Rust 1.96 or newer, as a command line on stdout.
-rust_196() {
-  local minor
-  minor=$(/usr/bin/rustc --version 2>/dev/null | sed -nE 's/^rustc 1\.([0-9]+)\..*/\1/p')
-  if [[ -n $minor && $minor -ge 96 && -x /usr/bin/cargo ]]; then
-    echo "env PATH=/usr/bin:$PATH RUSTC=/usr/bin/rustc /usr/bin/cargo"
-    return
-  fi
-  minor=$(cargo +nightly --version 2>/dev/null | sed -nE 's/^cargo 1\.([0-9]+)\..*/\1/p')
-  if [[ -n $minor && $minor -ge 96 ]]; then echo "cargo +nightly"; return; fi
-  bash scripts/install-wasm-toolchain.sh >&2
-  echo "env PATH=/usr/bin:$PATH RUSTC=/usr/bin/rustc /usr/bin/cargo"
-}
-
 build_054() {
   # The cache is keyed by the shell crate's files, so a change rebuilds.
   local key so
@@ -61,9 +47,7 @@ build_054() {
   so=$cache/$key/libpowersync.so
   if [[ -s $so ]]; then echo "$so"; return; fi
   source scripts/lib.sh
-  # bindgen (powersync_sqlite_nostd's build) loads libclang itself, not
-  # libclang-cpp, which Debian installs beside other LLVM packages.
-  [[ -n $(ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so* 2>/dev/null) ]] || apt_install libclang-dev
+  ensure_libclang
   apt_ensure cc:gcc
   local cargo
   cargo=$(rust_196)

@@ -6,6 +6,7 @@
 #   OPLITE_SKIP_WEB_SDK=1                # skip the web SDK drop-in test
 #   OPLITE_SKIP_FUZZ=1, OPLITE_SKIP_MEMCHECK=1   # skip libFuzzer, valgrind
 #   OPLITE_SKIP_NODE=1                   # skip the Node SDK drop-in test
+#   OPLITE_SKIP_RUST_SDK=1               # skip the Rust SDK drop-in test
 #   OPLITE_SKIP_CIPHER=1                 # skip the SQLCipher and SQLite3MultipleCiphers builds
 #   OPLITE_SKIP_MOBILE=1                 # skip the Android/iOS static libraries
 #   OPLITE_SKIP_ARM64=1                  # skip the tests on ARM64 under qemu
@@ -74,6 +75,7 @@ web=(
   "web-tests 180 OPLITE_SKIP_WASM phase_wait build && bash scripts/test-wasm.sh"
   "web-sdk 720 OPLITE_SKIP_WEB_SDK phase_wait build && bash scripts/test-web-sdk.sh"
   "examples 300 - phase_wait build && bash scripts/test-examples.sh --no-build"
+  "rust-sdk 600 OPLITE_SKIP_RUST_SDK phase_wait build && bash scripts/test-rust-sdk.sh"
 )
 [[ -z ${OPLITE_SKIP_WASM:-} ]] || export OPLITE_SKIP_WEB_SDK=1
 cross=(

@@ -7,10 +7,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 // Starts oplite-test-server (the binary at `server`) with the two-table
-// shape of `rows` rows; resolves to the child and its URL.
-export function startService(server, rows) {
+// shape of `rows` rows and `extra` arguments; resolves to the child and
+// its URL.
+export function startService(server, rows, extra = []) {
   return new Promise((resolve, reject) => {
-    const child = spawn(server, ['--shape', 'two-tables', '--ops', String(rows)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(server, ['--shape', 'two-tables', '--ops', String(rows), ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (chunk) => {
       out += chunk;

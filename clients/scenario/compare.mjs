@@ -14,6 +14,22 @@ export function sameValue(x, y) {
 }
 
 /**
+ * The first difference inside a value, as a path, so that a long value (a
+ * transition list, a batch) does not hide where it differs.
+ */
+export function firstDifference(x, y, path = '') {
+  if (sameValue(x, y)) return null;
+  if (x && y && typeof x === 'object' && typeof y === 'object' && Array.isArray(x) === Array.isArray(y)) {
+    if (Array.isArray(x) && x.length !== y.length) return `${path || '.'}: length ${x.length} vs ${y.length}`;
+    for (const k of new Set([...Object.keys(x), ...Object.keys(y)])) {
+      const d = firstDifference(x[k], y[k], `${path}.${k}`);
+      if (d) return d;
+    }
+  }
+  return `${path || '.'}: ${JSON.stringify(x)} vs ${JSON.stringify(y)}`;
+}
+
+/**
  * Compares `bundled` with `oplite` (oplite may be null: then only the
  * scenario's own checks run, on the bundled run). Returns the list of
  * failures (empty when everything agrees) and `reference`, the compared
@@ -96,19 +112,6 @@ export function compareRuns({ bundled, oplite, rows, mode, raw, browserTiming = 
 
   const a = pick(bundled);
 
-  // The first difference inside a value, as a path, so that a long value
-  // (a transition list, a batch) does not hide where it differs.
-  const firstDifference = (x, y, path = '') => {
-    if (sameValue(x, y)) return null;
-    if (x && y && typeof x === 'object' && typeof y === 'object' && Array.isArray(x) === Array.isArray(y)) {
-      if (Array.isArray(x) && x.length !== y.length) return `${path || '.'}: length ${x.length} vs ${y.length}`;
-      for (const k of new Set([...Object.keys(x), ...Object.keys(y)])) {
-        const d = firstDifference(x[k], y[k], `${path}.${k}`);
-        if (d) return d;
-      }
-    }
-    return `${path || '.'}: ${JSON.stringify(x)} vs ${JSON.stringify(y)}`;
-  };
   if (oplite) {
     const b = pick(oplite);
     // The SDK bundles core 0.5.3; oplite follows 0.5.4, which shows the

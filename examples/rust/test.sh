@@ -10,7 +10,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 source "$root/scripts/lib.sh"
-compgen -G '/usr/lib/llvm-*/lib/libclang.so' >/dev/null || apt_install libclang-dev
+ensure_libclang
 server=${OPLITE_TEST_SERVER:-}
 if [[ -z $server ]]; then
   cargo build --release --locked --manifest-path "$root/Cargo.toml" -p oplite-test-server

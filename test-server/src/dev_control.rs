@@ -7,7 +7,7 @@
 //! | `POST /dev/drop-next-stream?after=N` | as [`TestService::drop_next_stream_after`](super::TestService::drop_next_stream_after) |
 //! | `POST /dev/expire-token?token=T` | as [`TestService::expire_token`](super::TestService::expire_token) |
 //! | `POST /dev/bad-next-checkpoint[?now=1]` | as [`TestService::bad_next_checkpoint`](super::TestService::bad_next_checkpoint) |
-//! | `GET /dev/log` | `{"uploads": [batch, ...], "streams": [{"buckets": [...], "parameters": {...}}, ...], "stats": {...}}`: every upload batch as received, the `buckets` (name, `after`) and `parameters` of every sync stream request, and the counters |
+//! | `GET /dev/log` | `{"uploads": [batch, ...], "streams": [{"buckets": [...], "parameters": {...}}, ...], "stats": {...}}`: every upload batch as received, the `buckets` (name, `after`), `parameters` and `streams` (the subscriptions) of every sync stream request, and the counters |
 //!
 //! Like `/dev/token` they need no token: the service binds to loopback
 //! only and is test support, not a production server.
@@ -69,7 +69,7 @@ pub(super) fn handle(shared: &Shared, request: tiny_http::Request) -> Option<tin
 /// What `/dev/log` keeps of a sync stream request: its bucket positions
 /// and its parameters.
 pub(super) fn stream_entry(request: &Value) -> Value {
-    json!({"buckets": request["buckets"].clone(), "parameters": request["parameters"].clone()})
+    json!({"buckets": request["buckets"].clone(), "parameters": request["parameters"].clone(), "streams": request["streams"].clone()})
 }
 
 #[cfg(test)]

@@ -69,6 +69,7 @@ mod dev_control;
 mod http;
 mod state;
 mod stream;
+pub mod sync_streams;
 pub mod two_tables;
 pub mod validate;
 
@@ -117,6 +118,9 @@ pub struct ServiceOptions {
     pub ops_per_line: usize,
     /// The address to bind (default 127.0.0.1:0, a free port).
     pub bind: SocketAddr,
+    /// The sync streams of the configuration (default none: every client
+    /// gets every bucket, as with sync rules; see [`sync_streams`]).
+    pub streams: Vec<sync_streams::SyncStreamDef>,
 }
 
 impl ServiceOptions {
@@ -130,6 +134,7 @@ impl ServiceOptions {
             keepalive: Duration::from_secs(20),
             ops_per_line: 1000,
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            streams: Vec::new(),
         }
     }
 }

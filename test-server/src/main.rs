@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! oplite-test-server [--port P] [--shape NAME] [--ops N] [--recorded FILE]
-//!                    [--token T]... [--keepalive-secs S]
+//!                    [--token T]... [--keepalive-secs S] [--streams]
 //! ```
 //!
 //! Serves a generated stream (`--shape`, default `benchmark`, `--ops`,
@@ -22,7 +22,7 @@ use oplite_test_data::recorded;
 use oplite_test_data::StreamSpec;
 use oplite_test_server::{Dataset, ServiceOptions, TestService};
 
-const USAGE: &str = "usage: oplite-test-server [--port P] [--shape NAME] [--ops N] [--recorded FILE] [--token T]... [--keepalive-secs S]";
+const USAGE: &str = "usage: oplite-test-server [--port P] [--shape NAME] [--ops N] [--recorded FILE] [--token T]... [--keepalive-secs S] [--streams]";
 
 const HELP: &str = "\
 The loopback stand-in for the PowerSync service, for tests and the demo (not a
@@ -35,6 +35,8 @@ production server). Listens on 127.0.0.1 until killed and prints its URL.
   --recorded FILE     serve the buckets of a recorded NDJSON stream instead
   --token T           accept this static token (repeatable; default: dev)
   --keepalive-secs S  seconds between keep-alive lines (default 20)
+  --streams           with two-tables: serve sync streams, `lists` (default,
+                      priority 1) and `todos` (on subscription), not rules
 
 Endpoints: POST /sync/stream (JSON or BSON lines), GET /write-checkpoint2.json,
 POST /sync/checkpoint-request, POST /upload (the app backend's stand-in),
@@ -54,7 +56,7 @@ fn main() -> ExitCode {
 fn run() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
     let (mut port, mut shape, mut ops, mut recorded_file) = (0u16, "benchmark".to_owned(), 100_000u64, None);
-    let (mut tokens, mut keepalive) = (Vec::new(), 20u64);
+    let (mut tokens, mut keepalive, mut streams) = (Vec::new(), 20u64, false);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
         match arg.as_str() {
@@ -63,6 +65,7 @@ fn run() -> Result<(), String> {
             "--ops" => ops = value("--ops")?.parse().map_err(|e| format!("--ops: {e}"))?,
             "--recorded" => recorded_file = Some(value("--recorded")?),
             "--token" => tokens.push(value("--token")?),
+            "--streams" => streams = true,
             "--keepalive-secs" => keepalive = value("--keepalive-secs")?.parse().map_err(|e| format!("--keepalive-secs: {e}"))?,
             "-h" | "--help" => {
                 println!("{USAGE}\n\n{HELP}");
@@ -70,6 +73,9 @@ fn run() -> Result<(), String> {
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    if streams && (shape != "two-tables" || recorded_file.is_some()) {
+        return Err("--streams needs --shape two-tables".into());
     }
     let dataset = match recorded_file {
         Some(path) => {
@@ -87,6 +93,9 @@ fn run() -> Result<(), String> {
     options.keepalive = Duration::from_secs(keepalive.max(1));
     if !tokens.is_empty() {
         options.static_tokens = tokens;
+    }
+    if streams {
+        options.streams = oplite_test_server::sync_streams::two_tables_streams();
     }
     let service = TestService::start(options).map_err(|e| format!("starting: {e}"))?;
     println!("oplite-test-server (test support, not a production server) listening on {}", service.url());

@@ -70,6 +70,8 @@ pub(crate) struct State {
     pub(crate) upload_log: Vec<Value>,
     /// The bucket positions of each sync stream request (`GET /dev/log`).
     pub(crate) stream_log: Vec<Value>,
+    /// The configured sync streams ([`crate::sync_streams`]).
+    pub(crate) streams: Vec<crate::sync_streams::SyncStreamDef>,
 }
 
 impl State {
@@ -89,6 +91,7 @@ impl State {
             ops_per_line: options.ops_per_line.max(1),
             upload_log: Vec::new(),
             stream_log: Vec::new(),
+            streams: options.streams.clone(),
         };
         match &options.dataset {
             Dataset::Generated(spec) => {

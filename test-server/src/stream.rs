@@ -2,6 +2,7 @@
 //! per chunk, with keep-alives, token expiry and the test faults.
 
 use super::*;
+use crate::sync_streams::Selection;
 
 /// Writes HTTP/1.1 chunks, one per line, flushing each so keep-alive lines
 /// reach the client at once.
@@ -212,25 +213,28 @@ pub(crate) fn stream_lines(
     }
 
     // The first checkpoint and its data: a snapshot of the state now.
-    let (checkpoint, sources, mut sent, mut sent_through, mut sent_wc, mut version, ops_per_line) = {
+    let (checkpoint, sources, mut sent, mut sent_through, mut sent_wc, mut version, ops_per_line, selection) = {
         let state = shared.lock();
-        let entries = state.entries();
+        let selection = Selection::for_request(&state.streams, request);
+        let entries = selection.entries(state.entries());
         let wc = state.write_checkpoints.get(&client_id).copied();
-        let checkpoint = lines::checkpoint(state.last_op_id(), wc, &entries);
+        let mut checkpoint = lines::checkpoint(state.last_op_id(), wc, &entries);
+        selection.annotate(&mut checkpoint);
         let mut sources: Vec<(String, i32, i64, OpSource)> = Vec::new();
         let mut sent_through = HashMap::new();
         for bucket in &state.buckets {
+            let Some(priority) = selection.priority(&bucket.name, bucket.priority) else { continue };
             let from = after.get(&bucket.name).copied().unwrap_or(0).max(0);
             let generated: OpSource = match (bucket.generated, &state.spec) {
                 (Some(b), Some(spec)) => spec.ops_after(b, from as u64),
                 _ => Box::new(std::iter::empty()),
             };
             let appended: Vec<ServerOp> = bucket.ops.iter().filter(|op| op.op_id > from).cloned().collect();
-            sources.push((bucket.name.clone(), bucket.priority, from, Box::new(generated.chain(appended))));
+            sources.push((bucket.name.clone(), priority, from, Box::new(generated.chain(appended))));
             sent_through.insert(bucket.name.clone(), bucket.last_op_id(state.spec.as_ref()).max(from));
         }
         let sent: HashMap<String, BucketEntry> = entries.into_iter().map(|e| (e.bucket.clone(), e)).collect();
-        (checkpoint, sources, sent, sent_through, wc, state.version, state.ops_per_line)
+        (checkpoint, sources, sent, sent_through, wc, state.version, state.ops_per_line, selection)
     };
     let last_op_id = checkpoint["checkpoint"]["last_op_id"].as_str().unwrap_or("0").parse().unwrap_or(0);
     take_hold(shared, out);
@@ -287,7 +291,7 @@ pub(crate) fn stream_lines(
             state = shared.lock();
         }
         // What changed since the last checkpoint sent on this stream.
-        let entries = state.entries();
+        let entries = selection.entries(state.entries());
         let wc = state.write_checkpoints.get(&client_id).copied();
         let updated: Vec<BucketEntry> =
             entries.iter().filter(|e| sent.get(&e.bucket) != Some(e)).cloned().collect();
@@ -307,7 +311,9 @@ pub(crate) fn stream_lines(
         let last_op_id = state.last_op_id();
         drop(state);
         take_hold(shared, out);
-        send!(out.send_value(&lines::checkpoint_diff(last_op_id, wc, &updated, &removed)));
+        let mut diff = lines::checkpoint_diff(last_op_id, wc, &updated, &removed);
+        selection.annotate(&mut diff);
+        send!(out.send_value(&diff));
         if let Err(end) = send_by_priority(out, sources, ops_per_line, last_op_id)? {
             return Ok(end);
         }
