@@ -34,11 +34,11 @@ const rows = Number(opts.rows);
 const work = mkdtempSync(join(tmpdir(), 'oplite-rust-sdk-'));
 
 /** One run of `bin` against a fresh service; its result, or { failed, step }. */
-async function runOnce(bin, name, mode, schema) {
-  const { child, url } = await startService(server, rows, ['--streams']);
+async function runOnce(bin, name, mode, schema, extra = []) {
+  const { child, url } = await startService(server, extra.length ? 2000 : rows, extra.length ? [] : ['--streams']);
   try {
     const out = join(work, `${name}-${mode}-${schema}.json`);
-    const args = ['--endpoint', url, '--db', join(work, `${name}-${mode}-${schema}.db`), '--out', out, '--mode', mode, '--schema', schema];
+    const args = ['--endpoint', url, '--db', join(work, `${name}-${mode}-${schema}.db`), '--out', out, '--mode', mode, '--schema', schema, ...extra];
     const code = await new Promise((resolve) => {
       const run = spawn(bin, args, { stdio: ['ignore', 'inherit', 'inherit'] });
       const timer = setTimeout(() => run.kill('SIGKILL'), 300_000);
@@ -130,6 +130,32 @@ try {
         `with priorities, uploads and write checkpoints, token refresh, a malformed line, download-only and upload-only, disconnect_and_clear)`);
     }
   }
+  // Refused input (src/bad_input.rs), against a service of 2000 rows with
+  // sync rules: the same errors through the SDK, nothing lost.
+  const bad = {};
+  for (const [name, bin] of [['reference', opts.reference], ['oplite', opts.oplite]]) bad[name] = await runOnce(bin, `${name}-bad`, 'legacy', 'views', ['--bad-input']);
+  const badFailures = Object.entries(bad).filter(([, r]) => r.failed).map(([name, r]) => `the ${name} run failed while ${r.step}: ${r.failed}`);
+  if (!badFailures.length) {
+    if (!sameValue(bad.reference, bad.oplite)) badFailures.push(`the runs differ (first at ${firstDifference(bad.reference, bad.oplite)})`);
+    for (const [name, r] of Object.entries(bad)) {
+      const v = r.viewCollision;
+      const checks = [
+        [`the file that is not a database refused, its bytes untouched (${JSON.stringify(r.notADatabase)})`, r.notADatabase.bytesUntouched && Object.keys(r.notADatabase.error)[0] !== 'opened'],
+        [`the colliding schema refused, the app's table and row kept, no ps_ table left (${JSON.stringify(v)})`,
+          Object.keys(v.error)[0] !== 'opened' && sameValue(v.appTablesBefore, v.appTablesAfter) && v.rowKept === 'kept' && v.psTablesLeft === 0],
+        [`the invalid line a download error, then every row, integrity ok (${JSON.stringify(r.invalidLine)})`,
+          r.invalidLine.error != null && r.invalidLine.rows === 2000 && sameValue(r.invalidLine.integrity, [['ok']]) && r.invalidLine.streams === 2],
+      ];
+      for (const [what, ok] of checks) if (!ok) badFailures.push(`${name}: expected ${what}`);
+    }
+  }
+  if (badFailures.length) {
+    failed++;
+    console.log(`FAILED: Rust SDK, refused input:\n  ${badFailures.join('\n  ')}`);
+  } else {
+    console.log('ok: Rust SDK, refused input: a file that is not a database (its bytes untouched), a schema whose view collides with the app\'s table ' +
+      `(the table and its row kept, no ps_ table left), an invalid line in the stream (a download error, then all 2000 rows): the same errors on both cores (${JSON.stringify([bad.reference.notADatabase.error, bad.reference.viewCollision.error, bad.reference.invalidLine.error])})`);
+  }
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
@@ -137,5 +163,5 @@ if (summary.length) {
   console.log('\n| mode | schema | first sync ms (0.5.4 / oplite) | upload round trip ms | whole run ms |\n|---|---|---:|---:|---:|');
   console.log(summary.join('\n'));
 }
-console.log(`rust-sdk: ${opts.runs.split(',').length - failed} passed, ${failed} failed`);
+console.log(`rust-sdk: ${opts.runs.split(',').length + 1 - failed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -5,6 +5,7 @@
 //! | request | effect |
 //! |---|---|
 //! | `POST /dev/drop-next-stream?after=N` | as [`TestService::drop_next_stream_after`](super::TestService::drop_next_stream_after) |
+//! | `POST /dev/corrupt-next-stream?after=N` | as [`TestService::corrupt_next_stream_after`](super::TestService::corrupt_next_stream_after) |
 //! | `POST /dev/expire-token?token=T` | as [`TestService::expire_token`](super::TestService::expire_token) |
 //! | `POST /dev/bad-next-checkpoint[?now=1]` | as [`TestService::bad_next_checkpoint`](super::TestService::bad_next_checkpoint) |
 //! | `GET /dev/log` | `{"uploads": [batch, ...], "streams": [{"buckets": [...], "parameters": {...}}, ...], "stats": {...}}`: every upload batch as received, the `buckets` (name, `after`), `parameters` and `streams` (the subscriptions) of every sync stream request, and the counters |
@@ -22,15 +23,8 @@ pub(super) fn handle(shared: &Shared, request: tiny_http::Request) -> Option<tin
     let url = request.url().to_owned();
     let path = url.split('?').next().unwrap_or("");
     let response = match (request.method(), path) {
-        (tiny_http::Method::Post, "/dev/drop-next-stream") => {
-            match query_param(&url, "after").and_then(|n| n.parse::<usize>().ok()) {
-                Some(lines) => {
-                    shared.lock().fault_plans.push_back(Fault::Drop(lines));
-                    json_response(200, &json!({"drop_after": lines}))
-                }
-                None => json_response(400, &error_body(400, "PSYNC_R0001", "after=N (lines) is required")),
-            }
-        }
+        (tiny_http::Method::Post, "/dev/drop-next-stream") => plan_fault(shared, &url, Fault::Drop, "drop_after"),
+        (tiny_http::Method::Post, "/dev/corrupt-next-stream") => plan_fault(shared, &url, Fault::Garbage, "garbage_after"),
         (tiny_http::Method::Post, "/dev/expire-token") => match query_param(&url, "token") {
             Some(token) => {
                 super::expire_token(shared, &token);
@@ -64,6 +58,17 @@ pub(super) fn handle(shared: &Shared, request: tiny_http::Request) -> Option<tin
     };
     let _ = request.respond(response);
     None
+}
+
+/// Plans `fault` after the `after=N` lines of the query for the next stream.
+fn plan_fault(shared: &Shared, url: &str, fault: fn(usize) -> Fault, key: &str) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    match query_param(url, "after").and_then(|n| n.parse::<usize>().ok()) {
+        Some(lines) => {
+            shared.lock().fault_plans.push_back(fault(lines));
+            json_response(200, &json!({ key: lines }))
+        }
+        None => json_response(400, &error_body(400, "PSYNC_R0001", "after=N (lines) is required")),
+    }
 }
 
 /// What `/dev/log` keeps of a sync stream request: its bucket positions

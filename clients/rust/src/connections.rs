@@ -17,16 +17,15 @@ const LIST1_NAME: &str = "SELECT name FROM lists WHERE id = 'list1'";
 pub async fn download_only(app: &App, step: &Step) -> Result<Value, AnyError> {
     step.set("a download-only connection");
     app.db.disconnect().await;
-    app.db.connect(app.download_only()).await;
-    app.wait("the download-only connection", 60, || async {
-        Ok(app.idle())
-    })
-    .await?;
+    // Written before connecting: every checkpoint of the connection is
+    // held back, its first one too (written after, it raced that one).
     app.write(&[(
         "UPDATE lists SET name = 'offline edit' WHERE id = 'list3'",
         false,
     )])
     .await?;
+    app.db.connect(app.download_only()).await;
+    app.wait("the download-only connection", 60, || async { Ok(app.db.status().is_connected()) }).await?;
     // Another client's write: a new checkpoint the core cannot apply
     // while the local write waits for an upload that never comes.
     app.service.upload(&json!([{"op": "PATCH", "type": "lists", "id": "list1", "data": {"name": "from another client"}}])).await?;

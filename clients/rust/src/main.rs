@@ -6,9 +6,11 @@
 //! run.mjs to compare between the two cores.
 //!
 //! Usage: rust-drop-in --endpoint URL --db FILE --out FILE
-//!                     [--mode legacy|requests] [--schema direct|raw|views] [--first-sync]
+//!                     [--mode legacy|requests] [--schema direct|raw|views]
+//!                     [--first-sync | --bad-input]
 //!
-//! `--first-sync` runs the benchmark's step alone (bench.rs) instead.
+//! `--first-sync` runs the benchmark's step alone (bench.rs) instead;
+//! `--bad-input` the refused inputs of bad_input.rs, in files named after --db.
 
 use std::error::Error;
 use std::sync::{Arc, Mutex};
@@ -19,6 +21,7 @@ use powersync::{CheckpointMode, ConnectionPool, PowerSyncDatabase, RequestsCheck
 use serde_json::{json, Value};
 
 mod app;
+mod bad_input;
 mod bench;
 mod connections;
 mod scenario;
@@ -45,15 +48,16 @@ struct Args {
     mode: String,
     schema: schema::Kind,
     first_sync_only: bool,
+    bad_input: bool,
 }
 
 const USAGE: &str =
-    "usage: rust-drop-in --endpoint URL --db FILE --out FILE [--mode legacy|requests] [--schema direct|raw|views] [--first-sync]";
+    "usage: rust-drop-in --endpoint URL --db FILE --out FILE [--mode legacy|requests] [--schema direct|raw|views] [--first-sync | --bad-input]";
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let (mut endpoint, mut db, mut out) = (None, None, None);
-    let (mut mode, mut schema, mut first_sync_only) =
-        ("legacy".to_owned(), schema::Kind::Direct, false);
+    let (mut mode, mut schema) = ("legacy".to_owned(), schema::Kind::Direct);
+    let (mut first_sync_only, mut bad_input) = (false, false);
     while let Some(arg) = args.next() {
         let mut value = || {
             args.next()
@@ -65,6 +69,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--out" => out = Some(value()?),
             "--mode" => mode = value()?,
             "--first-sync" => first_sync_only = true,
+            "--bad-input" => bad_input = true,
             "--schema" => {
                 let name = value()?;
                 schema = schema::Kind::parse(&name)
@@ -84,6 +89,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         mode,
         schema,
         first_sync_only,
+        bad_input,
     })
 }
 
@@ -120,6 +126,10 @@ async fn open(args: &Args) -> Result<PowerSyncDatabase, AnyError> {
 
 async fn run(args: &Args, step: &Step) -> Result<Value, AnyError> {
     let started = Instant::now();
+    if args.bad_input {
+        PowerSyncEnvironment::powersync_auto_extension()?;
+        return bad_input::run(&args.endpoint, &args.db, step).await;
+    }
     step.set("opening the database");
     let db = open(args).await?;
     let service = service::Service::new(&args.endpoint);
