@@ -176,6 +176,25 @@ impl App {
         .into())
     }
 
+    /// Waits until the status has shown a download error and `also` holds;
+    /// returns the first error it showed (the SDK may clear it again once
+    /// it reconnects, so it is caught as it is polled).
+    pub async fn first_download_error<F, Fut>(&self, what: &str, seconds: u64, also: F) -> Result<String, AnyError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<bool, AnyError>>,
+    {
+        let error = Mutex::new(None::<String>);
+        self.wait(what, seconds, || async {
+            if let Some(e) = self.db.status().download_error() {
+                error.lock().unwrap().get_or_insert(e.to_string());
+            }
+            Ok(error.lock().unwrap().is_some() && also().await?)
+        })
+        .await?;
+        Ok(error.into_inner().unwrap().unwrap_or_default())
+    }
+
     /// Connected, and neither downloading nor uploading.
     pub fn idle(&self) -> bool {
         let s = self.db.status();

@@ -6,8 +6,6 @@
 //! SDK reconnects and the sync completes with every row). Each in a new
 //! file named after `--db`.
 
-use std::sync::Mutex;
-
 use powersync::env::PowerSyncEnvironment;
 use powersync::{CheckpointMode, ConnectionPool, PowerSyncDatabase};
 use serde_json::{json, Value};
@@ -67,14 +65,7 @@ pub async fn run(endpoint: &str, prefix: &str, step: &Step) -> Result<Value, Any
     let app = App::new(db.clone(), Service::new(endpoint), CheckpointMode::Legacy);
     app.service.dev(true, "/dev/corrupt-next-stream?after=3").await?;
     db.connect(app.full()).await;
-    let error = Mutex::new(None::<String>);
-    app.wait("the download error of the invalid line", 60, || async {
-        if let Some(e) = db.status().download_error() {
-            error.lock().unwrap().get_or_insert(e.to_string());
-        }
-        Ok(error.lock().unwrap().is_some())
-    })
-    .await?;
+    let error = app.first_download_error("the download error of the invalid line", 60, || async { Ok(true) }).await?;
     app.wait("the sync to complete after the invalid line", 120, || async { Ok(db.status().has_synced() && app.idle()) }).await?;
     let rows = app.count("SELECT (SELECT count(*) FROM lists) + (SELECT count(*) FROM todos)").await?;
     let integrity = app.rows("PRAGMA integrity_check").await?;
@@ -88,6 +79,6 @@ pub async fn run(endpoint: &str, prefix: &str, step: &Step) -> Result<Value, Any
             "psTablesLeft": after.iter().filter(|(_, n)| n.starts_with("ps_")).count(),
             "rowKept": kept,
         },
-        "invalidLine": {"error": error.into_inner().unwrap(), "rows": rows, "integrity": integrity, "streams": app.service.stat("streams").await?},
+        "invalidLine": {"error": error, "rows": rows, "integrity": integrity, "streams": app.service.stat("streams").await?},
     }))
 }

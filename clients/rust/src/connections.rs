@@ -29,25 +29,18 @@ pub async fn download_only(app: &App, step: &Step) -> Result<Value, AnyError> {
     // Another client's write: a new checkpoint the core cannot apply
     // while the local write waits for an upload that never comes.
     app.service.upload(&json!([{"op": "PATCH", "type": "lists", "id": "list1", "data": {"name": "from another client"}}])).await?;
-    let error = std::sync::Mutex::new(None::<String>);
     // Both: the error may come first from the connection's own first
     // checkpoint, if the write beat it, before the other client's change
     // arrived; the change must be stored (not applied) before moving on.
     let stored = "SELECT count(*) FROM ps_oplog WHERE row_type = 'lists' AND row_id = 'list1' \
         AND json_extract(data, '$.name') = 'from another client'";
-    app.wait(
-        "the download error of the delayed checkpoint, the other client's change stored",
-        60,
-        || async {
-            if let Some(e) = app.db.status().download_error() {
-                error.lock().unwrap().get_or_insert(e.to_string());
-            }
-            Ok(error.lock().unwrap().is_some() && app.count(stored).await? == 1)
-        },
-    )
-    .await?;
+    let error = app
+        .first_download_error("the download error of the delayed checkpoint, the other client's change stored", 60, || async {
+            Ok(app.count(stored).await? == 1)
+        })
+        .await?;
     Ok(json!({
-        "error": error.into_inner().unwrap(),
+        "error": error,
         "pending": app.count("SELECT count(*) FROM ps_crud").await?,
         "list1": app.rows(LIST1_NAME).await?,
         "uploadBatches": app.batches.lock().unwrap().len(),

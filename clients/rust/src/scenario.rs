@@ -230,22 +230,11 @@ pub async fn malformed_line(app: &App, step: &Step) -> Result<Value, AnyError> {
     app.service
         .dev(true, "/dev/bad-next-checkpoint?now=1")
         .await?;
-    let error = std::sync::Mutex::new(None::<String>);
-    app.wait("the download error of the bad line", 60, || async {
-        if let Some(e) = app.db.status().download_error() {
-            error.lock().unwrap().get_or_insert(e.to_string());
-        }
-        Ok(error.lock().unwrap().is_some())
-    })
-    .await?;
+    let error = app.first_download_error("the download error of the bad line", 60, || async { Ok(true) }).await?;
     app.wait("the SDK to sync again after the bad line", 60, || async {
         Ok(app.idle() && app.db.status().download_error().is_none())
     })
     .await?;
-    let error = error.into_inner().unwrap();
-    eprintln!(
-        "the bad checkpoint line: {}",
-        error.as_deref().unwrap_or_default()
-    );
+    eprintln!("the bad checkpoint line: {error}");
     Ok(json!({"error": error, "newStreams": app.service.stat("streams").await? - streams_before}))
 }
