@@ -33,9 +33,13 @@ if (!opts.reference || !opts.oplite || !server) {
 const rows = Number(opts.rows);
 const work = mkdtempSync(join(tmpdir(), 'oplite-rust-sdk-'));
 
-/** One run of `bin` against a fresh service; its result, or { failed, step }. */
-async function runOnce(bin, name, mode, schema, extra = []) {
-  const { child, url } = await startService(server, extra.length ? 2000 : rows, extra.length ? [] : ['--streams']);
+/**
+ * One run of `bin` against a fresh service of `serviceRows` rows started
+ * with `serviceArgs`, the program given `extra`; its result, or
+ * { failed, step }.
+ */
+async function runOnce(bin, name, mode, schema, { serviceRows = rows, serviceArgs = ['--streams'], extra = [] } = {}) {
+  const { child, url } = await startService(server, serviceRows, serviceArgs);
   try {
     const out = join(work, `${name}-${mode}-${schema}.json`);
     const args = ['--endpoint', url, '--db', join(work, `${name}-${mode}-${schema}.db`), '--out', out, '--mode', mode, '--schema', schema, ...extra];
@@ -133,7 +137,7 @@ try {
   // Refused input (src/bad_input.rs), against a service of 2000 rows with
   // sync rules: the same errors through the SDK, nothing lost.
   const bad = {};
-  for (const [name, bin] of [['reference', opts.reference], ['oplite', opts.oplite]]) bad[name] = await runOnce(bin, `${name}-bad`, 'legacy', 'views', ['--bad-input']);
+  for (const [name, bin] of [['reference', opts.reference], ['oplite', opts.oplite]]) bad[name] = await runOnce(bin, `${name}-bad`, 'legacy', 'views', { serviceRows: 2000, serviceArgs: [], extra: ['--bad-input'] });
   const badFailures = Object.entries(bad).filter(([, r]) => r.failed).map(([name, r]) => `the ${name} run failed while ${r.step}: ${r.failed}`);
   if (!badFailures.length) {
     if (!sameValue(bad.reference, bad.oplite)) badFailures.push(`the runs differ (first at ${firstDifference(bad.reference, bad.oplite)})`);
